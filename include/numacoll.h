@@ -1,0 +1,114 @@
+/*
+ * numacoll: NUMA-aware shared-memory collectives for processes of one node.
+ *
+ * This header is MPI-free. A team is p processes of one node that share a
+ * segment; collectives on a team are called by every member, in the same order
+ * (like MPI collectives on one communicator). A team is not thread-safe: one
+ * thread at a time per team, different teams from different threads are fine.
+ *
+ *     numacoll_bootstrap_t *bs;
+ *     numacoll_bootstrap_named("myjob", rank, size, &bs);   // or your own allgather
+ *     numacoll_team_t *team;
+ *     numacoll_team_create(bs, &team);
+ *     numacoll_bcast(team, buf, bytes, root);
+ *     numacoll_barrier(team);
+ *     numacoll_team_destroy(team);
+ *     numacoll_bootstrap_named_free(bs);
+ */
+#ifndef NUMACOLL_H
+#define NUMACOLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "numacoll/bootstrap.h"
+#include "numacoll/errors.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NUMACOLL_API __attribute__((visibility("default")))
+
+#define NUMACOLL_VERSION_MAJOR 0
+#define NUMACOLL_VERSION_MINOR 1
+
+typedef struct numacoll_team numacoll_team_t;
+
+NUMACOLL_API const char *numacoll_strerror(int err);
+NUMACOLL_API const char *numacoll_version(void);
+
+/* ---- bootstrap by name (fork-based tests, non-MPI users) -------------------
+ * Every member calls it with the same name and size and its own rank; the
+ * rendezvous file in /dev/shm is unlinked as soon as all members opened it. */
+NUMACOLL_API int numacoll_bootstrap_named(const char *name, int rank, int size,
+                                          numacoll_bootstrap_t **out);
+NUMACOLL_API void numacoll_bootstrap_named_free(numacoll_bootstrap_t *bs);
+
+/* ---- teams ----------------------------------------------------------------- */
+NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_team_t **out);
+NUMACOLL_API void numacoll_team_destroy(numacoll_team_t *team);
+
+/* ---- collectives ------------------------------------------------------------
+ * bcast: `bytes` from root's buf to every member's buf. A member whose bytes
+ * differ from the root's still takes part (no hang), receives at most its own
+ * bytes and gets NUMACOLL_ERR_TRUNCATE. */
+NUMACOLL_API int numacoll_bcast(numacoll_team_t *team, void *buf, size_t bytes, int root);
+
+/* Fragment-wise form for non-contiguous data: the root's pack(ctx, off, dst, len)
+ * fills shared memory, the others' unpack(ctx, off, src, len) drains it. */
+typedef void (*numacoll_copy_fn)(void *ctx, size_t offset, void *shm, size_t len);
+NUMACOLL_API int numacoll_bcast_cb(numacoll_team_t *team, size_t bytes, int root,
+                                   numacoll_copy_fn copy, void *ctx);
+
+NUMACOLL_API int numacoll_barrier(numacoll_team_t *team);
+
+/* ---- tunables ---------------------------------------------------------------
+ * Names are the environment variables (e.g. "NUMACOLL_BCAST_FRAG_SIZE").
+ * numacoll_param_set() changes the value for teams created afterwards; a team
+ * keeps the snapshot it was created with. */
+NUMACOLL_API int numacoll_param_set(const char *name, const char *value);
+NUMACOLL_API int numacoll_param_get(const char *name, char *value, size_t len,
+                                    const char **source);
+NUMACOLL_API int numacoll_param_count(void);
+NUMACOLL_API int numacoll_param_describe(int index, const char **name, const char **unit,
+                                         const char **range, const char **doc);
+
+/* ---- what a team looks like ------------------------------------------------- */
+enum numacoll_placement {
+    NUMACOLL_PLACEMENT_OK = 0,        /* every page of every member on its node */
+    NUMACOLL_PLACEMENT_MISPLACED = 1, /* move_pages() found pages off their node */
+    NUMACOLL_PLACEMENT_UNKNOWN = 2,   /* some member unbound: no node to expect */
+    NUMACOLL_PLACEMENT_UNCHECKED = 3, /* move_pages() not available here */
+};
+
+typedef struct numacoll_team_info {
+    int rank, size;
+    int numa_node;          /* this member's NUMA node (OS index), -1 if unbound */
+    int leader;             /* leaders[rank] */
+    int nleaders;           /* number of distinct leaders (NUMA groups) */
+    int oversubscribed;     /* more members than CPUs they may run on */
+    size_t seg_bytes;       /* whole segment */
+    size_t page;            /* page size used for the layout */
+    size_t frag_size, queue_len, sets;  /* f, s, q */
+    const char *tree;       /* e.g. "kary:2" */
+    const char *layout;     /* "paper" or "compact" */
+    size_t hdr_off, hdr_bytes;          /* header + leaders + pids */
+    size_t sets_off, set_bytes;         /* q pages of op/nreaders */
+    size_t rank_off, rank_bytes;        /* member i's block at rank_off + i*rank_bytes */
+    size_t ctrl_bytes;                  /* control blocks at the start of a member block */
+    size_t buf_stride;                  /* distance between two fragment buffers */
+    size_t barrier_off, barrier_bytes;  /* barrier flags */
+    int placement;                      /* enum numacoll_placement, team-wide */
+    long misplaced_pages;               /* team-wide count */
+    char placement_detail[160];         /* first misplaced block, or why unchecked */
+} numacoll_team_info_t;
+
+NUMACOLL_API int numacoll_team_info(const numacoll_team_t *team, numacoll_team_info_t *info);
+/* leaders[i] for every member (size ints). */
+NUMACOLL_API int numacoll_team_leaders(const numacoll_team_t *team, int *leaders);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
