@@ -1,0 +1,43 @@
+/*
+ * Compiler and machine helpers shared by every module of the core.
+ */
+#ifndef NC_COMMON_H
+#define NC_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "numacoll.h"
+
+#define NC_CACHELINE 64
+#define NC_ALIGNED(n) __attribute__((aligned(n)))
+#define NC_LIKELY(x) __builtin_expect(!!(x), 1)
+#define NC_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define NC_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#define NC_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define NC_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+static inline size_t nc_round_up(size_t x, size_t to)
+{
+    return (x + to - 1) / to * to;
+}
+
+/* One pause in a spin loop: tells the core we are spinning (x86 PAUSE, arm YIELD). */
+static inline void nc_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+/* Logging: errors always go to stderr; info only at NUMACOLL_VERBOSE >= level. */
+void nc_log_error(const char *fmt, ...) NC_PRINTF(1, 2);
+void nc_log_info(int level, const char *fmt, ...) NC_PRINTF(2, 3);
+int nc_log_level(void);
+
+uint64_t nc_time_ns(void);
+size_t nc_page_size(void);
+
+#endif

@@ -1,0 +1,315 @@
+/*
+ * The tunables table turned into parsing, checking and provenance.
+ */
+#include "config/nc_config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/nc_common.h"
+#include "tree/nc_tree.h"
+
+static const nc_param_desc_t params[NC_PARAM_COUNT] = {
+#define NC_PARAM_DESC_(name, type, def, min, max, choices, unit, doc) \
+    {#name, type, def, min, max, choices, unit, doc},
+    NC_PARAM_TABLE(NC_PARAM_DESC_)
+#undef NC_PARAM_DESC_
+};
+
+const nc_param_desc_t *nc_param_desc(int index)
+{
+    return index >= 0 && index < NC_PARAM_COUNT ? &params[index] : NULL;
+}
+
+int nc_param_lookup(const char *name)
+{
+    if (!name)
+        return -1;
+    if (!strncmp(name, "NUMACOLL_", 9))
+        name += 9;
+    for (int i = 0; i < NC_PARAM_COUNT; i++)
+        if (!strcasecmp(name, params[i].name))
+            return i;
+    return -1;
+}
+
+const char *nc_param_source_name(nc_param_source_t src)
+{
+    static const char *names[] = {"default", "env", "tune-file", "api"};
+    return names[src];
+}
+
+void nc_param_range_text(int index, char *buf, size_t len)
+{
+    const nc_param_desc_t *d = &params[index];
+    switch (d->type) {
+    case NC_PT_SIZE:
+    case NC_PT_INT:
+        snprintf(buf, len, "%" PRId64 "..%" PRId64, d->min, d->max);
+        break;
+    case NC_PT_TREE:
+        snprintf(buf, len, "kary:K (K>=1) | knomial:K (K>=2) | flat | chain | binary");
+        break;
+    case NC_PT_ENUM:
+        snprintf(buf, len, "%s", d->choices);
+        break;
+    }
+}
+
+/* Integer with an optional binary suffix (k, m, g; KiB style accepted). */
+static int parse_int(const char *s, int allow_suffix, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || errno)
+        return -1;
+    int64_t mult = 1;
+    if (allow_suffix && *end) {
+        switch (*end) {
+        case 'k': case 'K': mult = 1 << 10; break;
+        case 'm': case 'M': mult = 1 << 20; break;
+        case 'g': case 'G': mult = 1 << 30; break;
+        default: return -1;
+        }
+        end++;
+        if (!strcasecmp(end, "ib") || !strcasecmp(end, "b"))
+            end += strlen(end);
+    }
+    while (*end == ' ')
+        end++;
+    if (*end)
+        return -1;
+    *out = (int64_t)v * mult;
+    return 0;
+}
+
+int nc_param_parse(int index, const char *text, nc_param_value_t *out, char *err, size_t errlen)
+{
+    const nc_param_desc_t *d = &params[index];
+    char range[96];
+    nc_param_range_text(index, range, sizeof range);
+    nc_param_value_t v = {0};
+
+    switch (d->type) {
+    case NC_PT_SIZE:
+    case NC_PT_INT:
+        if (parse_int(text, d->type == NC_PT_SIZE, &v.num) || v.num < d->min || v.num > d->max) {
+            snprintf(err, errlen, "NUMACOLL_%s=\"%s\" is not valid: expected %s%s in %s", d->name,
+                     text, d->type == NC_PT_SIZE ? "a size" : "an integer",
+                     d->type == NC_PT_SIZE ? " (suffix k/m/g allowed)" : "", range);
+            return NUMACOLL_ERR_TUNABLE;
+        }
+        snprintf(v.text, sizeof v.text, "%" PRId64, v.num);
+        break;
+    case NC_PT_TREE: {
+        nc_tree_kind_t kind;
+        int k;
+        char why[160];
+        if (nc_tree_parse(text, &kind, &k, why, sizeof why)) {
+            snprintf(err, errlen, "NUMACOLL_%s=\"%s\" is not valid: expected %s", d->name, text,
+                     range);
+            return NUMACOLL_ERR_TUNABLE;
+        }
+        v.num = kind;
+        v.aux = k;
+        nc_tree_format(kind, k, v.text, sizeof v.text);
+        break;
+    }
+    case NC_PT_ENUM: {
+        int idx = 0, found = -1;
+        const char *c = d->choices;
+        while (*c) {
+            size_t n = strcspn(c, "|");
+            if (strlen(text) == n && !strncasecmp(text, c, n))
+                found = idx;
+            c += n + (c[n] == '|');
+            idx++;
+        }
+        if (found < 0) {
+            snprintf(err, errlen, "NUMACOLL_%s=\"%s\" is not valid: expected one of %s", d->name,
+                     text, range);
+            return NUMACOLL_ERR_TUNABLE;
+        }
+        v.num = found;
+        /* canonical: the choice's own spelling */
+        c = d->choices;
+        for (int i = 0; i < found; i++)
+            c += strcspn(c, "|") + 1;
+        snprintf(v.text, sizeof v.text, "%.*s", (int)strcspn(c, "|"), c);
+        break;
+    }
+    }
+    v.source = out->source;
+    *out = v;
+    return 0;
+}
+
+int nc_config_check(const nc_config_t *cfg, char *err, size_t errlen)
+{
+    int64_t s = NC_CFG_NUM(cfg, BCAST_QUEUE_LEN), q = NC_CFG_NUM(cfg, BCAST_SETS);
+    if (q > s || s % q) {
+        snprintf(err, errlen,
+                 "NUMACOLL_BCAST_SETS=%" PRId64 " must divide NUMACOLL_BCAST_QUEUE_LEN=%" PRId64
+                 " (valid: a divisor of the queue length, 1..%" PRId64 ")",
+                 q, s, s);
+        return NUMACOLL_ERR_TUNABLE;
+    }
+    return 0;
+}
+
+/* ---- the process-wide configuration ------------------------------------------ */
+
+static pthread_mutex_t global_lock = PTHREAD_MUTEX_INITIALIZER;
+static nc_config_t global;
+static int global_loaded;
+static int global_err;            /* first error found in the environment */
+static char global_errmsg[256];
+static int global_verbose;
+
+static void load_locked(void)
+{
+    char err[256];
+    global_err = 0;
+    for (int i = 0; i < NC_PARAM_COUNT; i++) {
+        global.v[i].source = NC_SRC_DEFAULT;
+        if (nc_param_parse(i, params[i].defval, &global.v[i], err, sizeof err))
+            abort(); /* a default outside its own range is a bug in the table */
+        char envname[64];
+        snprintf(envname, sizeof envname, "NUMACOLL_%s", params[i].name);
+        const char *e = getenv(envname);
+        if (e) {
+            nc_param_value_t v = {.source = NC_SRC_ENV};
+            if (nc_param_parse(i, e, &v, err, sizeof err)) {
+                if (!global_err) {
+                    global_err = NUMACOLL_ERR_TUNABLE;
+                    snprintf(global_errmsg, sizeof global_errmsg, "%s", err);
+                }
+            } else {
+                global.v[i] = v;
+            }
+        }
+    }
+    if (!global_err && nc_config_check(&global, err, sizeof err)) {
+        global_err = NUMACOLL_ERR_TUNABLE;
+        snprintf(global_errmsg, sizeof global_errmsg, "%s", err);
+    }
+    global_verbose = (int)NC_CFG_NUM(&global, VERBOSE);
+    global_loaded = 1;
+}
+
+static void ensure_loaded_locked(void)
+{
+    if (!global_loaded)
+        load_locked();
+}
+
+int nc_config_snapshot(nc_config_t *out)
+{
+    pthread_mutex_lock(&global_lock);
+    ensure_loaded_locked();
+    *out = global;
+    int rc = global_err;
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s", global_errmsg);
+    pthread_mutex_unlock(&global_lock);
+    if (rc)
+        nc_log_error("%s", msg);
+    return rc;
+}
+
+int nc_config_set(const char *name, const char *value, nc_param_source_t src)
+{
+    int i = nc_param_lookup(name);
+    if (i < 0) {
+        nc_log_error("unknown tunable \"%s\" (numacoll-info --params lists them)", name ? name : "");
+        return NUMACOLL_ERR_INVAL;
+    }
+    char err[256];
+    nc_param_value_t v = {.source = src};
+    if (!value || nc_param_parse(i, value, &v, err, sizeof err)) {
+        nc_log_error("%s", value ? err : "tunable value is NULL");
+        return NUMACOLL_ERR_TUNABLE;
+    }
+    pthread_mutex_lock(&global_lock);
+    ensure_loaded_locked();
+    nc_param_value_t old = global.v[i];
+    global.v[i] = v;
+    int rc = 0;
+    /* The cross checks are applied when a team is created (s and q may be
+     * changed one after the other); the environment error stays sticky only
+     * for the variable that caused it. */
+    if (global_err && strstr(global_errmsg, params[i].name)) {
+        global_err = 0;
+        global_errmsg[0] = '\0';
+    }
+    (void)old;
+    global_verbose = (int)NC_CFG_NUM(&global, VERBOSE);
+    pthread_mutex_unlock(&global_lock);
+    return rc;
+}
+
+int nc_config_global_verbose(void)
+{
+    pthread_mutex_lock(&global_lock);
+    ensure_loaded_locked();
+    int v = global_verbose;
+    pthread_mutex_unlock(&global_lock);
+    return v;
+}
+
+void nc_config_reload(void)
+{
+    pthread_mutex_lock(&global_lock);
+    load_locked();
+    pthread_mutex_unlock(&global_lock);
+}
+
+/* ---- public API ----------------------------------------------------------------- */
+
+NUMACOLL_API int numacoll_param_set(const char *name, const char *value)
+{
+    return nc_config_set(name, value, NC_SRC_API);
+}
+
+NUMACOLL_API int numacoll_param_get(const char *name, char *value, size_t len, const char **source)
+{
+    int i = nc_param_lookup(name);
+    if (i < 0 || !value || !len)
+        return NUMACOLL_ERR_INVAL;
+    pthread_mutex_lock(&global_lock);
+    ensure_loaded_locked();
+    snprintf(value, len, "%s", global.v[i].text);
+    if (source)
+        *source = nc_param_source_name(global.v[i].source);
+    pthread_mutex_unlock(&global_lock);
+    return 0;
+}
+
+NUMACOLL_API int numacoll_param_count(void)
+{
+    return NC_PARAM_COUNT;
+}
+
+NUMACOLL_API int numacoll_param_describe(int index, const char **name, const char **unit,
+                                         const char **range, const char **doc)
+{
+    static char ranges[NC_PARAM_COUNT][96];
+    if (index < 0 || index >= NC_PARAM_COUNT)
+        return NUMACOLL_ERR_INVAL;
+    nc_param_range_text(index, ranges[index], sizeof ranges[index]);
+    if (name)
+        *name = params[index].name;
+    if (unit)
+        *unit = params[index].unit;
+    if (range)
+        *range = ranges[index];
+    if (doc)
+        *doc = params[index].doc;
+    return 0;
+}

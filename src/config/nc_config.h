@@ -1,0 +1,87 @@
+/*
+ * Every tunable of numacoll, declared once.
+ *
+ * The table below gives each tunable its environment variable
+ * (NUMACOLL_<NAME>), type, default, range, unit and one sentence of doc.
+ * Parsing, range checks, numacoll_param_*(), numacoll-info --params and
+ * docs/tunables.md are all generated from it. A team snapshots the values
+ * when it is created.
+ */
+#ifndef NC_CONFIG_H
+#define NC_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
+
+/* X(NAME, type, default, min, max, choices, unit, doc) */
+#define NC_PARAM_TABLE(X)                                                                      \
+    X(BCAST_FRAG_SIZE, NC_PT_SIZE, "8192", 64, 64 << 20, NULL, "bytes",                        \
+      "Fragment size f: bytes carried by one shared buffer of the broadcast queue.")            \
+    X(BCAST_QUEUE_LEN, NC_PT_INT, "64", 1, 4096, NULL, "buffers",                              \
+      "Queue length s: fragment buffers per member; s*f bytes are in flight per broadcast.")    \
+    X(BCAST_SETS, NC_PT_INT, "1", 1, 4096, NULL, "sets",                                       \
+      "q: the queue is split into q sets filled in turn; must divide the queue length.")        \
+    X(BCAST_TREE, NC_PT_TREE, "kary:2", 0, 0, NULL, "",                                         \
+      "Notification tree: kary:K, knomial:K, flat or chain (binary = kary:2).")                 \
+    X(SEG_LAYOUT, NC_PT_ENUM, "compact", 0, 0, "paper|compact", "",                            \
+      "Control blocks: paper = one page each (as published), compact = one cache line each.")   \
+    X(SPIN_COUNT, NC_PT_INT, "2000", 0, 1000000000, NULL, "iterations",                        \
+      "Pause-spins before a waiting member yields the CPU; 0 is used when oversubscribed.")     \
+    X(VERBOSE, NC_PT_INT, "0", 0, 3, NULL, "level",                                             \
+      "1: one report per team (layout, leaders, placement); 2: per member; 3: debug.")
+
+enum {
+#define NC_PARAM_ENUM_(name, ...) NC_P_##name,
+    NC_PARAM_TABLE(NC_PARAM_ENUM_)
+#undef NC_PARAM_ENUM_
+    NC_PARAM_COUNT
+};
+
+typedef enum { NC_SRC_DEFAULT = 0, NC_SRC_ENV, NC_SRC_TUNE_FILE, NC_SRC_API } nc_param_source_t;
+
+typedef struct nc_param_value {
+    int64_t num;   /* number; enum index; tree kind */
+    int64_t aux;   /* tree degree */
+    char text[32]; /* canonical spelling */
+    nc_param_source_t source;
+} nc_param_value_t;
+
+typedef struct nc_config {
+    nc_param_value_t v[NC_PARAM_COUNT];
+} nc_config_t;
+
+#define NC_CFG_NUM(cfg, name) ((cfg)->v[NC_P_##name].num)
+
+enum { NC_LAYOUT_PAPER = 0, NC_LAYOUT_COMPACT = 1 };
+
+typedef struct nc_param_desc {
+    const char *name; /* without the NUMACOLL_ prefix */
+    nc_param_type_t type;
+    const char *defval;
+    int64_t min, max;
+    const char *choices;
+    const char *unit;
+    const char *doc;
+} nc_param_desc_t;
+
+const nc_param_desc_t *nc_param_desc(int index);
+int nc_param_lookup(const char *name); /* accepts with or without NUMACOLL_; -1 if unknown */
+const char *nc_param_source_name(nc_param_source_t src);
+void nc_param_range_text(int index, char *buf, size_t len);
+
+/* Parse text for parameter index into *out; on error fill err and return NUMACOLL_ERR_TUNABLE. */
+int nc_param_parse(int index, const char *text, nc_param_value_t *out, char *err, size_t errlen);
+
+/* Checks that involve more than one parameter (e.g. q divides s). */
+int nc_config_check(const nc_config_t *cfg, char *err, size_t errlen);
+
+/* The process-wide configuration: defaults, then the environment, then API calls. */
+int nc_config_snapshot(nc_config_t *out);
+int nc_config_set(const char *name, const char *value, nc_param_source_t src);
+int nc_config_global_verbose(void);
+/* Forget API/tune-file settings and re-read the environment (tests). */
+void nc_config_reload(void);
+
+#endif

@@ -1,0 +1,206 @@
+/*
+ * A bootstrap for processes that share nothing but a name: a small rendezvous
+ * file in /dev/shm with one slot per member and round.
+ *
+ * Protocol (allgather round r, parity r & 1):
+ *   1. write my data into slot[parity][me], then store seq = r (release;
+ *      pairs with the acquire in step 2 of the other members);
+ *   2. for every member i wait for slot[parity][i].seq == r (acquire), copy.
+ * Two parities suffice: a member writes round r+2 into the slot of round r
+ * only after it saw every member's round r+1, which each member publishes
+ * after it finished reading round r.
+ * The file is unlinked by the member that joins last, so nothing stays in
+ * /dev/shm once every member has opened it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/nc_common.h"
+
+#define NC_BOOT_MAGIC 0x4e43424fu /* "NCBO" */
+#define NC_BOOT_SLOT 4096u
+#define NC_BOOT_TIMEOUT_NS (120ull * 1000000000ull)
+
+typedef struct boot_hdr {
+    _Atomic uint32_t ready; /* release by the creator after p and slot are set */
+    uint32_t p, slot_bytes;
+    _Atomic uint32_t joined NC_ALIGNED(NC_CACHELINE);
+} boot_hdr_t;
+
+typedef struct boot_slot {
+    _Atomic uint32_t seq NC_ALIGNED(NC_CACHELINE);
+    unsigned char data[NC_BOOT_SLOT];
+} boot_slot_t;
+
+typedef struct named_bs {
+    numacoll_bootstrap_t pub;
+    char name[128];
+    boot_hdr_t *hdr;
+    size_t bytes;
+    uint32_t round;
+} named_bs_t;
+
+static boot_slot_t *slot(named_bs_t *b, unsigned parity, int rank)
+{
+    boot_slot_t *s = (boot_slot_t *)((char *)b->hdr + nc_round_up(sizeof(boot_hdr_t), NC_CACHELINE));
+    return &s[(size_t)parity * (size_t)b->pub.size + (size_t)rank];
+}
+
+static int wait_deadline(uint64_t deadline, unsigned *spins)
+{
+    if (++*spins < 1000) {
+        nc_cpu_relax();
+        return 0;
+    }
+    sched_yield();
+    if ((*spins & 1023) == 0 && nc_time_ns() > deadline)
+        return NUMACOLL_ERR_TIMEOUT;
+    return 0;
+}
+
+static int named_allgather(void *ctx, const void *mine, void *all, size_t len)
+{
+    named_bs_t *b = ctx;
+    if (len > NC_BOOT_SLOT)
+        return NUMACOLL_ERR_INVAL;
+    uint32_t r = ++b->round;
+    unsigned parity = r & 1u;
+    boot_slot_t *me = slot(b, parity, b->pub.rank);
+    memcpy(me->data, mine, len);
+    /* release: my data visible before my seq; pairs with the acquire below. */
+    atomic_store_explicit(&me->seq, r, memory_order_release);
+    uint64_t deadline = nc_time_ns() + NC_BOOT_TIMEOUT_NS;
+    for (int i = 0; i < b->pub.size; i++) {
+        boot_slot_t *s = slot(b, parity, i);
+        unsigned spins = 0;
+        /* acquire: pairs with member i's release of seq above. */
+        while (atomic_load_explicit(&s->seq, memory_order_acquire) != r)
+            if (wait_deadline(deadline, &spins)) {
+                nc_log_error("bootstrap %s: member %d did not arrive within %llu s", b->name, i,
+                             NC_BOOT_TIMEOUT_NS / 1000000000ull);
+                shm_unlink(b->name);
+                return NUMACOLL_ERR_TIMEOUT;
+            }
+        memcpy((char *)all + (size_t)i * len, s->data, len);
+    }
+    return 0;
+}
+
+NUMACOLL_API int numacoll_bootstrap_named(const char *name, int rank, int size,
+                                          numacoll_bootstrap_t **out)
+{
+    if (!name || !*name || strchr(name, '/') || size < 1 || rank < 0 || rank >= size || !out) {
+        nc_log_error("numacoll_bootstrap_named: need a name without '/', 0 <= rank < size");
+        return NUMACOLL_ERR_INVAL;
+    }
+    named_bs_t *b = calloc(1, sizeof *b);
+    if (!b)
+        return NUMACOLL_ERR_NOMEM;
+    b->pub.rank = rank;
+    b->pub.size = size;
+    b->pub.allgather = named_allgather;
+    b->pub.ctx = b;
+    snprintf(b->name, sizeof b->name, "/numacoll-boot-%s", name);
+    b->bytes = nc_round_up(sizeof(boot_hdr_t), NC_CACHELINE) + 2 * (size_t)size * sizeof(boot_slot_t);
+
+    uint64_t deadline = nc_time_ns() + NC_BOOT_TIMEOUT_NS;
+    unsigned spins = 0;
+    int fd, creator = 0, rc = NUMACOLL_ERR_BOOTSTRAP;
+    for (;;) {
+        fd = shm_open(b->name, O_RDWR | O_CREAT | O_EXCL, 0600);
+        if (fd >= 0) {
+            creator = 1;
+            if (ftruncate(fd, (off_t)b->bytes)) {
+                nc_log_error("bootstrap %s: ftruncate: %s", b->name, strerror(errno));
+                shm_unlink(b->name);
+                goto fail_fd;
+            }
+            break;
+        }
+        if (errno != EEXIST) {
+            nc_log_error("bootstrap %s: shm_open: %s", b->name, strerror(errno));
+            goto fail;
+        }
+        fd = shm_open(b->name, O_RDWR, 0);
+        if (fd >= 0) {
+            struct stat st;
+            if (!fstat(fd, &st) && (size_t)st.st_size == b->bytes)
+                break;
+            if (!fstat(fd, &st) && st.st_size && (size_t)st.st_size != b->bytes) {
+                nc_log_error("bootstrap %s exists with another size: a different team uses this "
+                             "name (stale file? remove /dev/shm%s)", b->name, b->name);
+                rc = NUMACOLL_ERR_MISMATCH;
+                goto fail_fd;
+            }
+            close(fd); /* the creator has not sized it yet */
+        }
+        if (wait_deadline(deadline, &spins)) {
+            nc_log_error("bootstrap %s: timed out waiting for the creator", b->name);
+            rc = NUMACOLL_ERR_TIMEOUT;
+            goto fail;
+        }
+    }
+    b->hdr = mmap(NULL, b->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    fd = -1;
+    if (b->hdr == MAP_FAILED) {
+        nc_log_error("bootstrap %s: mmap: %s", b->name, strerror(errno));
+        b->hdr = NULL;
+        if (creator)
+            shm_unlink(b->name);
+        goto fail;
+    }
+    if (creator) {
+        b->hdr->p = (uint32_t)size;
+        b->hdr->slot_bytes = NC_BOOT_SLOT;
+        /* release: p and slot_bytes before ready; pairs with the acquire below. */
+        atomic_store_explicit(&b->hdr->ready, NC_BOOT_MAGIC, memory_order_release);
+    } else {
+        spins = 0;
+        /* acquire: pairs with the creator's release of ready. */
+        while (atomic_load_explicit(&b->hdr->ready, memory_order_acquire) != NC_BOOT_MAGIC)
+            if (wait_deadline(deadline, &spins)) {
+                nc_log_error("bootstrap %s: creator never finished", b->name);
+                rc = NUMACOLL_ERR_TIMEOUT;
+                goto fail_map;
+            }
+        if (b->hdr->p != (uint32_t)size || b->hdr->slot_bytes != NC_BOOT_SLOT) {
+            nc_log_error("bootstrap %s: created for %u members, this one expects %d", b->name,
+                         b->hdr->p, size);
+            rc = NUMACOLL_ERR_MISMATCH;
+            goto fail_map;
+        }
+    }
+    /* relaxed: only counts; the last member to join unlinks the name. */
+    if (atomic_fetch_add_explicit(&b->hdr->joined, 1, memory_order_relaxed) + 1 == (uint32_t)size)
+        shm_unlink(b->name);
+    *out = &b->pub;
+    return 0;
+
+fail_map:
+    munmap(b->hdr, b->bytes);
+    goto fail;
+fail_fd:
+    close(fd);
+fail:
+    free(b);
+    return rc;
+}
+
+NUMACOLL_API void numacoll_bootstrap_named_free(numacoll_bootstrap_t *bs)
+{
+    if (!bs)
+        return;
+    named_bs_t *b = (named_bs_t *)bs;
+    if (b->hdr)
+        munmap(b->hdr, b->bytes);
+    free(b);
+}

@@ -1,0 +1,365 @@
+/*
+ * Team creation and teardown.
+ *
+ * Protocol (every member, through the bootstrap):
+ *   1. snapshot the configuration; find my NUMA node from my CPU binding;
+ *      rank 0 creates the segment (header ready, not yet first-touched);
+ *   2. allgather #1: status, NUMA node, pid, CPU mask, the configuration
+ *      values that shape the segment, and (rank 0) the segment name. Every
+ *      member sees the same array, so every member takes the same decision:
+ *      any error or configuration mismatch ends the creation everywhere;
+ *   3. the others attach; each member first-touches its own blocks with
+ *      MADV_RANDOM in force and checks them with move_pages();
+ *   4. allgather #2: attach status and placement result; rank 0 unlinks the
+ *      name (all attached, or the creation failed): from here on a crash
+ *      leaves nothing in /dev/shm.
+ */
+#include "core/nc_team.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "topo/nc_topo.h"
+
+uint32_t nc_test_seq0;
+
+/* The configuration values every member must agree on, in table order. */
+static const int agreed[] = {NC_P_BCAST_FRAG_SIZE, NC_P_BCAST_QUEUE_LEN, NC_P_BCAST_SETS,
+                             NC_P_BCAST_TREE, NC_P_SEG_LAYOUT};
+#define NC_NAGREED ((int)NC_ARRAY_SIZE(agreed))
+
+typedef struct rec1 {
+    int32_t status, numa, pid, pad;
+    int64_t cfg[NC_NAGREED][2];
+    uint64_t cpus[NC_TOPO_CPUSET_WORDS];
+    char segname[64];
+} rec1_t;
+
+typedef struct rec2 {
+    int32_t status, checked;
+    int64_t pages, misplaced;
+    char detail[160];
+} rec2_t;
+
+/* The node's topology, loaded once per process. */
+static pthread_once_t topo_once = PTHREAD_ONCE_INIT;
+static nc_topo_t *topo;
+static void topo_load(void)
+{
+    if (nc_topo_load(&topo))
+        topo = NULL;
+}
+
+static int my_numa(uint64_t cpus[NC_TOPO_CPUSET_WORDS])
+{
+    pthread_once(&topo_once, topo_load);
+    memset(cpus, 0, NC_TOPO_CPUSET_WORDS * sizeof *cpus);
+    if (!topo)
+        return -1;
+    hwloc_cpuset_t set = hwloc_bitmap_alloc();
+    int node = -1;
+    if (set && !nc_topo_self_binding(topo, set)) {
+        node = nc_topo_numa_of_cpuset(topo, set);
+        nc_topo_cpuset_pack(set, cpus);
+    }
+    hwloc_bitmap_free(set);
+    return node;
+}
+
+static void report(const numacoll_team_t *t, const rec2_t *r2)
+{
+    const nc_layout_t *l = &t->seg.l;
+    if (nc_log_level() < 1 || t->rank != 0)
+        return;
+    char lead[256] = "";
+    size_t n = 0;
+    for (int i = 0; i < t->p && n + 8 < sizeof lead; i++)
+        n += (size_t)snprintf(lead + n, sizeof lead - n, "%s%d", i ? "," : "", t->leaders[i]);
+    nc_log_info(1, "team p=%d numa_groups=%d leaders=[%s] cpus=%d%s tree=%s f=%zu s=%d q=%d "
+                   "layout=%s segment=%zu bytes (%s)",
+                t->p, t->nleaders, lead, t->ncpus, t->oversubscribed ? " (oversubscribed)" : "",
+                t->cfg.v[NC_P_BCAST_TREE].text, l->f, l->s, l->q,
+                t->cfg.v[NC_P_SEG_LAYOUT].text, l->total, t->seg.name);
+    nc_log_info(1, "  %-10s %10s %10s %6s %5s %s", "block", "offset", "bytes", "owner", "node",
+                "move_pages");
+    nc_log_info(1, "  %-10s %10zu %10zu %6d %5d (with member 0)", "header", l->hdr_off,
+                l->hdr_bytes, 0, t->numa[0]);
+    nc_log_info(1, "  %-10s %10zu %10zu %6d %5d (with member 0)", "sets", l->sets_off,
+                (size_t)l->q * l->set_bytes, 0, t->numa[0]);
+    for (int i = 0; i < t->p; i++) {
+        char check[200];
+        if (!r2[i].checked)
+            snprintf(check, sizeof check, "unchecked: %s", r2[i].detail);
+        else if (r2[i].misplaced)
+            snprintf(check, sizeof check, "%lld of %lld pages misplaced: %s",
+                     (long long)r2[i].misplaced, (long long)r2[i].pages, r2[i].detail);
+        else
+            snprintf(check, sizeof check, "%lld pages on node %d", (long long)r2[i].pages,
+                     t->numa[i]);
+        nc_log_info(1, "  member %-3d %10zu %10zu %6d %5d %s", i,
+                    l->rank_off + (size_t)i * l->rank_bytes, l->rank_bytes, i, t->numa[i], check);
+    }
+    nc_log_info(1, "  %-10s %10zu %10zu %6d %5d (with member 0)", "barrier", l->barrier_off,
+                l->barrier_bytes, 0, t->numa[0]);
+    static const char *pl[] = {"OK", "MISPLACED", "UNKNOWN (a member is unbound)",
+                               "UNCHECKED (move_pages unavailable)"};
+    nc_log_info(1, "placement check: %s%s%s", pl[t->placement], t->placement_detail[0] ? ": " : "",
+                t->placement_detail);
+}
+
+static void team_free(numacoll_team_t *t)
+{
+    if (!t)
+        return;
+    nc_barrier_fini(t);
+    nc_seg_detach(&t->seg);
+    nc_tree_free(&t->tree);
+    free(t->numa);
+    free(t->leaders);
+    free(t->pids);
+    free(t);
+}
+
+NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_team_t **out)
+{
+    if (!bs || !out || !bs->allgather || bs->size < 1 || bs->rank < 0 || bs->rank >= bs->size)
+        return NUMACOLL_ERR_INVAL;
+    *out = NULL;
+    const int p = bs->size, me = bs->rank;
+    numacoll_team_t *t = calloc(1, sizeof *t);
+    rec1_t *r1 = calloc((size_t)p, sizeof *r1);
+    rec2_t *r2 = calloc((size_t)p, sizeof *r2);
+    if (t) {
+        t->numa = calloc((size_t)p, sizeof *t->numa);
+        t->leaders = calloc((size_t)p, sizeof *t->leaders);
+        t->pids = calloc((size_t)p, sizeof *t->pids);
+    }
+    rec1_t mine = {0};
+    int rc = 0;
+    if (!t || !r1 || !r2 || !t->numa || !t->leaders || !t->pids)
+        rc = NUMACOLL_ERR_NOMEM; /* still take part in the exchange below */
+    else {
+        t->rank = me;
+        t->p = p;
+    }
+
+    /* 1. configuration, topology, segment (rank 0) */
+    nc_config_t cfg;
+    nc_layout_t layout;
+    char err[256];
+    int cfgrc = nc_config_snapshot(&cfg);
+    if (!cfgrc && (cfgrc = nc_config_check(&cfg, err, sizeof err)))
+        nc_log_error("%s", err);
+    if (!rc)
+        rc = cfgrc;
+    if (!rc)
+        rc = nc_layout_compute(&layout, p, (size_t)NC_CFG_NUM(&cfg, BCAST_FRAG_SIZE),
+                               (int)NC_CFG_NUM(&cfg, BCAST_QUEUE_LEN),
+                               (int)NC_CFG_NUM(&cfg, BCAST_SETS), (int)NC_CFG_NUM(&cfg, SEG_LAYOUT),
+                               nc_page_size(), nc_barrier_shm_bytes(p, &cfg));
+    mine.numa = my_numa(mine.cpus);
+    mine.pid = (int32_t)getpid();
+    for (int i = 0; i < NC_NAGREED; i++) {
+        mine.cfg[i][0] = cfg.v[agreed[i]].num;
+        mine.cfg[i][1] = cfg.v[agreed[i]].aux;
+    }
+    if (!rc && me == 0 && !(rc = nc_seg_create(&t->seg, &layout, nc_test_seq0)))
+        snprintf(mine.segname, sizeof mine.segname, "%s", t->seg.name);
+    mine.status = rc;
+
+    /* 2. exchange #1 */
+    /* Out of memory for the records themselves: nothing sensible to exchange. */
+    if (!r1 || !r2) {
+        team_free(t);
+        free(r1);
+        free(r2);
+        return NUMACOLL_ERR_NOMEM;
+    }
+    int brc = bs->allgather(bs->ctx, &mine, r1, sizeof mine);
+    if (brc) {
+        nc_log_error("team creation: bootstrap allgather failed (%s)", numacoll_strerror(brc));
+        team_free(t);
+        free(r1);
+        free(r2);
+        return brc;
+    }
+    for (int i = 0; i < p && !rc; i++)
+        if (r1[i].status)
+            rc = NUMACOLL_ERR_BOOTSTRAP; /* member i failed; it logged why */
+    for (int i = 1; i < p && !rc; i++)
+        for (int k = 0; k < NC_NAGREED; k++)
+            if (memcmp(r1[i].cfg[k], r1[0].cfg[k], sizeof r1[0].cfg[k])) {
+                if (me == 0 || me == i)
+                    nc_log_error("NUMACOLL_%s differs between member 0 and member %d: every "
+                                 "member must use the same value",
+                                 nc_param_desc(agreed[k])->name, i);
+                rc = NUMACOLL_ERR_MISMATCH;
+                break;
+            }
+    if (rc) {
+        team_free(t);
+        free(r1);
+        free(r2);
+        return rc;
+    }
+    t->cfg = cfg;
+    uint64_t(*cpus)[NC_TOPO_CPUSET_WORDS] = malloc((size_t)p * sizeof *cpus);
+    for (int i = 0; i < p; i++) {
+        t->numa[i] = r1[i].numa;
+        t->pids[i] = r1[i].pid;
+        if (cpus)
+            memcpy(cpus[i], r1[i].cpus, sizeof cpus[i]);
+    }
+    t->nleaders = nc_topo_leaders(p, t->numa, t->leaders);
+    t->ncpus = cpus ? nc_topo_union_weight(p, (const uint64_t(*)[NC_TOPO_CPUSET_WORDS])cpus) : 0;
+    if (t->ncpus <= 0)
+        t->ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    free(cpus);
+    t->oversubscribed = p > t->ncpus;
+
+    /* 3. attach, first touch, verify */
+    nc_placement_t pl = {0};
+    rc = 0;
+    if (me != 0)
+        rc = nc_seg_attach(&t->seg, r1[0].segname, &layout);
+    if (!rc) {
+        nc_seg_first_touch(&t->seg, me);
+        if (me == 0)
+            for (int i = 0; i < p; i++)
+                nc_seg_leaders(&t->seg)[i] = t->leaders[i];
+        nc_seg_verify(&t->seg, me, t->numa[me], &pl);
+        /* Shared barrier state is initialised before exchange #2 so that no
+         * member can arrive at a barrier before it is ready. */
+        t->barrier_seq = nc_test_seq0;
+        rc = nc_barrier_init(t);
+    }
+    rec2_t m2 = {.status = rc, .checked = pl.checked, .pages = pl.pages, .misplaced = pl.misplaced};
+    snprintf(m2.detail, sizeof m2.detail, "%s", pl.detail);
+
+    /* 4. exchange #2, unlink */
+    brc = bs->allgather(bs->ctx, &m2, r2, sizeof m2);
+    if (me == 0)
+        nc_seg_unlink(&t->seg);
+    if (!brc)
+        for (int i = 0; i < p && !rc; i++)
+            if (r2[i].status)
+                rc = NUMACOLL_ERR_BOOTSTRAP;
+    if (brc || rc) {
+        team_free(t);
+        free(r1);
+        free(r2);
+        return brc ? brc : rc;
+    }
+
+    t->placement = NUMACOLL_PLACEMENT_OK;
+    for (int i = 0; i < p; i++) {
+        t->placement_pages += r2[i].pages;
+        t->misplaced += r2[i].misplaced;
+        if (t->numa[i] < 0) {
+            if (t->placement == NUMACOLL_PLACEMENT_OK)
+                t->placement = NUMACOLL_PLACEMENT_UNKNOWN;
+        } else if (!r2[i].checked && t->placement != NUMACOLL_PLACEMENT_MISPLACED) {
+            t->placement = NUMACOLL_PLACEMENT_UNCHECKED;
+            snprintf(t->placement_detail, sizeof t->placement_detail, "member %d: %s", i,
+                     r2[i].detail);
+        }
+        if (r2[i].misplaced && t->placement != NUMACOLL_PLACEMENT_MISPLACED) {
+            t->placement = NUMACOLL_PLACEMENT_MISPLACED;
+            snprintf(t->placement_detail, sizeof t->placement_detail, "member %d: %s", i,
+                     r2[i].detail);
+        }
+    }
+    if (t->placement == NUMACOLL_PLACEMENT_UNKNOWN)
+        for (int i = 0; i < p; i++)
+            if (t->numa[i] < 0) {
+                snprintf(t->placement_detail, sizeof t->placement_detail,
+                         "member %d is not bound within one NUMA node", i);
+                break;
+            }
+
+    /* Trees walk members grouped by NUMA node so that subtrees stay on a node. */
+    int *order = malloc((size_t)p * sizeof *order);
+    rc = order ? 0 : NUMACOLL_ERR_NOMEM;
+    if (!rc) {
+        int n = 0;
+        for (int lead = 0; lead < p; lead++)
+            if (t->leaders[lead] == lead)
+                for (int i = lead; i < p; i++)
+                    if (t->leaders[i] == lead)
+                        order[n++] = i;
+        rc = nc_tree_build(&t->tree, (nc_tree_kind_t)NC_CFG_NUM(&cfg, BCAST_TREE),
+                           (int)cfg.v[NC_P_BCAST_TREE].aux, p, order);
+        free(order);
+    }
+    t->wait.p = p;
+    t->wait.rank = me;
+    t->wait.pids = t->pids;
+    t->wait.broken = &nc_seg_hdr(&t->seg)->broken;
+    t->wait.spin_limit = t->oversubscribed ? 0 : (uint32_t)NC_CFG_NUM(&cfg, SPIN_COUNT);
+    t->bcast_op = nc_test_seq0;
+    t->bcast_set = 0;
+    if (rc) {
+        /* Local failures here (memory) cannot be agreed on any more: the
+         * others will see this member as gone if they wait for it. */
+        team_free(t);
+        free(r1);
+        free(r2);
+        return rc;
+    }
+    report(t, r2);
+    free(r1);
+    free(r2);
+    *out = t;
+    return 0;
+}
+
+NUMACOLL_API void numacoll_team_destroy(numacoll_team_t *t)
+{
+    team_free(t);
+}
+
+NUMACOLL_API int numacoll_team_info(const numacoll_team_t *t, numacoll_team_info_t *info)
+{
+    if (!t || !info)
+        return NUMACOLL_ERR_INVAL;
+    const nc_layout_t *l = &t->seg.l;
+    memset(info, 0, sizeof *info);
+    info->rank = t->rank;
+    info->size = t->p;
+    info->numa_node = t->numa[t->rank];
+    info->leader = t->leaders[t->rank];
+    info->nleaders = t->nleaders;
+    info->oversubscribed = t->oversubscribed;
+    info->seg_bytes = l->total;
+    info->page = l->page;
+    info->frag_size = l->f;
+    info->queue_len = (size_t)l->s;
+    info->sets = (size_t)l->q;
+    info->tree = t->cfg.v[NC_P_BCAST_TREE].text;
+    info->layout = t->cfg.v[NC_P_SEG_LAYOUT].text;
+    info->hdr_off = l->hdr_off;
+    info->hdr_bytes = l->hdr_bytes;
+    info->sets_off = l->sets_off;
+    info->set_bytes = l->set_bytes;
+    info->rank_off = l->rank_off;
+    info->rank_bytes = l->rank_bytes;
+    info->ctrl_bytes = l->ctrl_bytes;
+    info->buf_stride = l->buf_stride;
+    info->barrier_off = l->barrier_off;
+    info->barrier_bytes = l->barrier_bytes;
+    info->placement = t->placement;
+    info->misplaced_pages = t->misplaced;
+    snprintf(info->placement_detail, sizeof info->placement_detail, "%s", t->placement_detail);
+    return 0;
+}
+
+NUMACOLL_API int numacoll_team_leaders(const numacoll_team_t *t, int *leaders)
+{
+    if (!t || !leaders)
+        return NUMACOLL_ERR_INVAL;
+    memcpy(leaders, t->leaders, (size_t)t->p * sizeof *leaders);
+    return 0;
+}

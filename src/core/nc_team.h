@@ -1,0 +1,61 @@
+/*
+ * A team: the members, their topology, the snapshot of the configuration, the
+ * shared segment and the per-member state of each collective.
+ */
+#ifndef NC_TEAM_H
+#define NC_TEAM_H
+
+#include <stdint.h>
+
+#include "config/nc_config.h"
+#include "shm/nc_seg.h"
+#include "sync/nc_wait.h"
+#include "tree/nc_tree.h"
+
+struct numacoll_team {
+    int rank, p;
+    nc_config_t cfg;
+    nc_seg_t seg;
+    nc_tree_t tree;     /* bcast notification tree (order grouped by NUMA node) */
+    int *numa;          /* numa[i]: member i's NUMA node OS index, -1 unknown */
+    int *leaders;       /* leaders[i]: lowest rank on member i's node */
+    int32_t *pids;
+    int nleaders;
+    int ncpus;          /* CPUs the members may run on (union of their masks) */
+    int oversubscribed;
+    nc_waitctx_t wait;
+    int broken;         /* a fatal error happened: every later call fails */
+
+    /* bcast: identical on every member, advanced once per set use */
+    uint32_t bcast_op;
+    int bcast_set;
+
+    /* barrier: per-algorithm state (coll/nc_barrier.c) */
+    uint32_t barrier_seq;
+    void *barrier_state;
+
+    /* team-wide placement result (numacoll_team_info) */
+    int placement;
+    long placement_pages, misplaced;
+    char placement_detail[160];
+};
+
+/* Test hook: the first sequence number of every counter of teams created
+ * afterwards, to exercise wrap-around (tests set it near UINT32_MAX). */
+extern uint32_t nc_test_seq0;
+
+/* Called by collectives on a fatal error: the team is unusable from now on. */
+static inline int nc_team_fail(struct numacoll_team *t, int rc)
+{
+    t->broken = 1;
+    if (rc == NUMACOLL_ERR_PEER_DEAD || rc == NUMACOLL_ERR_BROKEN)
+        nc_wait_break(&t->wait);
+    return rc;
+}
+
+/* Barrier module hooks (coll/nc_barrier.c). */
+size_t nc_barrier_shm_bytes(int p, const nc_config_t *cfg);
+int nc_barrier_init(struct numacoll_team *t);
+void nc_barrier_fini(struct numacoll_team *t);
+
+#endif

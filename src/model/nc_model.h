@@ -1,0 +1,95 @@
+/*
+ * The time model of the shared-memory broadcast (Kurnosov & Tokmasheva, sections 5.2-5.3),
+ * as code: predicted time, optimal fragment size and queue length, and a fit of the
+ * constants from measurements.
+ *
+ * Symbols: m message bytes; f fragment (buffer) bytes; s buffers per rank; q sets the s
+ * buffers are split into (s/q buffers each); b = s*f queue bytes. Constants (seconds):
+ * t per byte copied, t_w waiting for one buffer notification (depends on the tree and p),
+ * t_wo waiting for a set to be published (shm_op), t_a the atomic decrement of nreaders.
+ *
+ * The paper's formulas, with ceil() written out (c = t_wo + t_a):
+ *   (S1) s = 1:        ceil(m/f) (c + t_w) + 2 m t            no overlap: each fragment is
+ *                                                             copied in, then out
+ *   (R1) m <= f:       c + t_w + 2 m t                        one fragment, no pipeline
+ *   (R2) f < m <= b:   c + f t + ceil(m/f) t_w + m t          pipeline; the whole message
+ *                                                             fits, one queue turn; the
+ *                                                             second copy hides all but the
+ *                                                             first fragment's
+ *   (R3) m > b:        ceil(m/b) (c + f t) + ceil(m/f) t_w + m t    the queue turns ceil(m/b)
+ *                                                             times and each turn waits for
+ *                                                             the last fragment copy
+ *   (RQ) q sets:       q ceil(m/b) c + f t + ceil(m/f) t_w + m t    the root fills the next
+ *                                                             set while the previous one
+ *                                                             drains: f t is paid once, a
+ *                                                             set turn (c) per b/q bytes
+ * Which applies (the formulas overlap; this is the choice made here and why):
+ *   - s = 1 always uses S1 (the paper's t(m)). R3 with s = 1 would charge ceil(m/f) f t for
+ *     the first copy instead of m t; S1 follows the paper in counting exactly m bytes for
+ *     both copies. S1 equals R1 for m <= f and R3 when f divides m.
+ *   - s > 1, q = 1: R1 for m <= f, R2 for f < m <= b, R3 for m > b. R1 is R2 at one
+ *     fragment with f t replaced by m t (the only fragment has m bytes); R2 is R3 with
+ *     ceil(m/b) = 1, so t is continuous at m = b.
+ *   - s > 1, q >= 2: R1 for m <= f, else RQ with the number of set turns counted as
+ *     ceil(q m / b) (each set holds b/q bytes). The paper writes q ceil(m/b), an upper bound
+ *     that is exact whenever b divides m: all of its examples (Fig. 3c: s = 8, q = 2,
+ *     m = 8f = b, two WO/A pairs on the leaf) give the same value. Counting the turns
+ *     exactly makes RQ reduce to R2 when the message fits in one set (m <= b/q), instead
+ *     of charging q set turns for a message that uses one, while still charging the q
+ *     turns that Fig. 3c shows at m = b (R2 would charge one). RQ is not applied to
+ *     m <= f: one fragment uses one set (R1).
+ * m = 0 costs 0 (nothing moves). Every formula is linear in (t, t_w, t_wo + t_a): see
+ * nc_model_terms(), which the time, the optimum and the fit all share.
+ */
+#ifndef NC_MODEL_H
+#define NC_MODEL_H
+
+#include <stddef.h>
+
+#include "numacoll/errors.h"
+
+typedef struct nc_model_params {
+    double t;    /* seconds per byte copied */
+    double t_w;  /* seconds: wait for one buffer notification */
+    double t_wo; /* seconds: wait for a set to be published */
+    double t_a;  /* seconds: atomic decrement of nreaders */
+} nc_model_params_t;
+
+/* Coefficients of the model at (m, f, s, q): time = x[0] t + x[1] t_w + x[2] (t_wo + t_a).
+ * Requires m >= 0, f > 0, s >= 1, 1 <= q <= s (all finite). Returns 0 or NUMACOLL_ERR_INVAL. */
+int nc_model_terms(double m, double f, double s, double q, double x[3]);
+
+/* Predicted broadcast time t(m, s, q) in seconds (formula chosen as above); NAN if the
+ * arguments are invalid (see nc_model_terms) or mp is NULL. s and q need not be integers
+ * (the paper plots s = b/f). */
+double nc_model_time(const nc_model_params_t *mp, double m, double f, double s, double q);
+
+/* Optimal fragment and queue for message m and a queue budget of b bytes (q = 1):
+ * dt/df = ceil(m/b) t - m t_w / f^2 = 0 gives f* = sqrt(m t_w / (ceil(m/b) t)), rounded UP
+ * to a whole number of pages (at least one page); then s* = max(1, floor(b / f)) with the
+ * rounded f, so that s* f <= b unless one page already exceeds b.
+ * For m <= b this is f* = sqrt(m t_w / t); for m a large multiple of b, f* ~ sqrt(b t_w / t)
+ * and s* ~ sqrt(b t / t_w). Requires t > 0, t_w >= 0, m > 0, b > 0, page > 0.
+ * Returns 0 or NUMACOLL_ERR_INVAL (also if f* does not fit in size_t). */
+int nc_model_optimal(const nc_model_params_t *mp, double m, double b, size_t page,
+                     size_t *f_opt, size_t *s_opt);
+
+/* Least-squares fit of the constants from n measurements (m[i], f[i], s[i], q[i], time[i]
+ * seconds). The model is linear in t, t_w and c = t_wo + t_a, so this solves a 3-column
+ * linear least-squares problem (Householder QR, columns scaled), weighting each row by
+ * 1/time[i] so that a 1 % error counts the same at 1 us and at 10 ms.
+ * t_wo and t_a always appear as their sum: from broadcast timings alone only c is
+ * identifiable. nc_model_fit() puts all of it in t_wo and sets t_a = 0;
+ * nc_model_fit_known_ta() takes a separately measured t_a (e.g. timed atomic decrements
+ * of a shared counter) and returns t_wo = c - t_a.
+ * The measurements must separate the three columns: mix messages below and above f and
+ * b, and several f (e.g. all rows with m <= f leave t_w and c confounded).
+ * Returns 0, NUMACOLL_ERR_INVAL (n < 3, an invalid row, time <= 0, columns not separable,
+ * fitted t <= 0) or NUMACOLL_ERR_NOMEM. Fitted t_w or t_wo may come out slightly negative
+ * when the data cannot resolve them; they are returned as fitted, not clamped. */
+int nc_model_fit(const double *m, const double *f, const double *s, const double *q,
+                 const double *time, int n, nc_model_params_t *out);
+int nc_model_fit_known_ta(const double *m, const double *f, const double *s, const double *q,
+                          const double *time, int n, double t_a, nc_model_params_t *out);
+
+#endif

@@ -1,0 +1,272 @@
+/*
+ * Segment create / attach / first touch / verify / unlink.
+ */
+#include "shm/nc_seg.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <numaif.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config/nc_config.h"
+
+int nc_layout_compute(nc_layout_t *l, int p, size_t f, int s, int q, int kind, size_t page,
+                      size_t barrier_bytes)
+{
+    if (p < 1 || s < 1 || q < 1 || s % q || f < 1 || !page)
+        return NUMACOLL_ERR_INVAL;
+    memset(l, 0, sizeof *l);
+    l->page = page;
+    l->p = p;
+    l->s = s;
+    l->q = q;
+    l->f = f;
+    l->kind = kind;
+
+    l->hdr_off = 0;
+    l->hdr_bytes = nc_round_up(NC_SEG_LEADERS_OFF + 2 * sizeof(int32_t) * (size_t)p, page);
+    l->sets_off = l->hdr_off + l->hdr_bytes;
+    l->set_bytes = page;
+    l->rank_off = l->sets_off + (size_t)q * l->set_bytes;
+    if (kind == NC_LAYOUT_PAPER) {
+        l->ctrl_stride = page;
+        l->ctrl_bytes = (size_t)s * page;
+    } else {
+        l->ctrl_stride = NC_CACHELINE;
+        l->ctrl_bytes = nc_round_up((size_t)s * NC_CACHELINE, page);
+    }
+    l->buf_off = l->ctrl_bytes;
+    l->buf_stride = nc_round_up(f, page);
+    l->rank_bytes = l->ctrl_bytes + (size_t)s * l->buf_stride;
+    l->bcast_bytes = l->rank_off + (size_t)p * l->rank_bytes;
+    l->barrier_off = l->bcast_bytes;
+    l->barrier_bytes = nc_round_up(barrier_bytes, page);
+    l->total = l->barrier_off + l->barrier_bytes;
+    return 0;
+}
+
+static void make_name(char *buf, size_t len)
+{
+    static _Atomic unsigned counter;
+    unsigned n = atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed);
+    snprintf(buf, len, "/numacoll-%d-%u-%08x", (int)getpid(), n,
+             (unsigned)(nc_time_ns() * 2654435761u));
+}
+
+static void set_random(void *base, size_t bytes, int on)
+{
+    /* Readahead / fault-around off while members first-touch their pages, so
+     * the kernel does not place a neighbour's pages on the toucher's node. */
+    if (madvise(base, bytes, on ? MADV_RANDOM : MADV_NORMAL) && nc_log_level() >= 3)
+        nc_log_info(3, "madvise(%s): %s", on ? "MADV_RANDOM" : "MADV_NORMAL", strerror(errno));
+}
+
+int nc_seg_create(nc_seg_t *seg, const nc_layout_t *l, uint32_t seq0)
+{
+    memset(seg, 0, sizeof *seg);
+    seg->l = *l;
+    seg->bytes = l->total;
+    make_name(seg->name, sizeof seg->name);
+    int fd = shm_open(seg->name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) {
+        nc_log_error("shm_open(%s): %s", seg->name, strerror(errno));
+        return NUMACOLL_ERR_SHM;
+    }
+    if (ftruncate(fd, (off_t)seg->bytes)) {
+        nc_log_error("ftruncate(%s, %zu): %s", seg->name, seg->bytes, strerror(errno));
+        goto fail;
+    }
+    seg->base = mmap(NULL, seg->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (seg->base == MAP_FAILED) {
+        nc_log_error("mmap(%s, %zu): %s", seg->name, seg->bytes, strerror(errno));
+        seg->base = NULL;
+        goto fail;
+    }
+    close(fd);
+    set_random(seg->base, seg->bytes, 1);
+
+    /* Test only: break first touch on purpose so the placement check has
+     * something to find (tests/guest). */
+    const char *bad = getenv("NUMACOLL_TEST_TOUCH_ALL_FROM_RANK0");
+    if (bad && *bad == '1')
+        for (size_t off = 0; off < seg->bytes; off += l->page)
+            ((char *)seg->base)[off] = 0;
+
+    nc_seg_hdr_t *h = nc_seg_hdr(seg);
+    h->magic = NC_SEG_MAGIC;
+    h->version = NC_SEG_VERSION;
+    h->p = (uint32_t)l->p;
+    h->total_bytes = seg->bytes;
+    h->frag_size = l->f;
+    h->queue_len = (uint32_t)l->s;
+    h->sets = (uint32_t)l->q;
+    h->layout = (uint32_t)l->kind;
+    atomic_store_explicit(&h->broken, 0, memory_order_relaxed);
+    for (int k = 0; k < l->q; k++) {
+        nc_set_ctl_t *sc = nc_seg_set(seg, k);
+        /* A value no reader expects first: set k is first published as seq0 + k. */
+        atomic_store_explicit(&sc->op, seq0 - 1u, memory_order_relaxed);
+        atomic_store_explicit(&sc->bytes, 0, memory_order_relaxed);
+        atomic_store_explicit(&sc->nreaders, 0, memory_order_relaxed);
+    }
+    /* release: header and set pages visible before ready; pairs with the
+     * acquire of ready in nc_seg_attach(). */
+    atomic_store_explicit(&h->ready, 1, memory_order_release);
+    return 0;
+fail:
+    close(fd);
+    shm_unlink(seg->name);
+    return NUMACOLL_ERR_SHM;
+}
+
+int nc_seg_attach(nc_seg_t *seg, const char *name, const nc_layout_t *l)
+{
+    memset(seg, 0, sizeof *seg);
+    seg->l = *l;
+    seg->bytes = l->total;
+    seg->unlinked = 1; /* the creator unlinks */
+    snprintf(seg->name, sizeof seg->name, "%s", name);
+    int fd = shm_open(name, O_RDWR, 0);
+    if (fd < 0) {
+        nc_log_error("shm_open(%s) to attach: %s", name, strerror(errno));
+        return NUMACOLL_ERR_SHM;
+    }
+    struct stat st;
+    if (fstat(fd, &st) || (size_t)st.st_size != seg->bytes) {
+        nc_log_error("segment %s has %lld bytes, this member computed %zu: layouts differ", name,
+                     (long long)st.st_size, seg->bytes);
+        close(fd);
+        return NUMACOLL_ERR_MISMATCH;
+    }
+    seg->base = mmap(NULL, seg->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (seg->base == MAP_FAILED) {
+        seg->base = NULL;
+        nc_log_error("mmap(%s): %s", name, strerror(errno));
+        return NUMACOLL_ERR_SHM;
+    }
+    set_random(seg->base, seg->bytes, 1);
+    nc_seg_hdr_t *h = nc_seg_hdr(seg);
+    /* acquire: pairs with the release of ready in nc_seg_create(). */
+    if (!atomic_load_explicit(&h->ready, memory_order_acquire) || h->magic != NC_SEG_MAGIC ||
+        h->version != NC_SEG_VERSION || h->p != (uint32_t)l->p || h->total_bytes != seg->bytes ||
+        h->frag_size != l->f || h->queue_len != (uint32_t)l->s || h->sets != (uint32_t)l->q ||
+        h->layout != (uint32_t)l->kind) {
+        nc_log_error("segment %s: header does not match (magic %llx version %u p %u, expected "
+                     "version %u p %d)",
+                     name, (unsigned long long)h->magic, h->version, h->p, NC_SEG_VERSION, l->p);
+        nc_seg_detach(seg);
+        return NUMACOLL_ERR_MISMATCH;
+    }
+    return 0;
+}
+
+void nc_seg_unlink(nc_seg_t *seg)
+{
+    if (!seg->unlinked && seg->name[0]) {
+        shm_unlink(seg->name);
+        seg->unlinked = 1;
+    }
+}
+
+void nc_seg_detach(nc_seg_t *seg)
+{
+    nc_seg_unlink(seg);
+    if (seg->base)
+        munmap(seg->base, seg->bytes);
+    seg->base = NULL;
+}
+
+void nc_seg_first_touch(nc_seg_t *seg, int rank)
+{
+    const nc_layout_t *l = &seg->l;
+    char *blk = nc_seg_rank_block(seg, rank);
+    /* Control blocks must read zero; writing the zero is the first touch. */
+    memset(blk, 0, l->ctrl_bytes);
+    for (size_t off = l->ctrl_bytes; off < l->rank_bytes; off += l->page)
+        blk[off] = 0;
+    if (rank == 0) {
+        memset(nc_seg_barrier(seg), 0, l->barrier_bytes);
+        /* Header and set pages were written by rank 0 at creation. */
+    }
+    nc_seg_pids(seg)[rank] = (int32_t)getpid();
+    set_random(seg->base, seg->bytes, 0);
+}
+
+/* Name the block that holds byte offset `off` of the segment. */
+static void block_name(const nc_layout_t *l, size_t off, char *buf, size_t len)
+{
+    if (off < l->sets_off)
+        snprintf(buf, len, "header/leaders page %zu", off / l->page);
+    else if (off < l->rank_off)
+        snprintf(buf, len, "set page %zu", (off - l->sets_off) / l->set_bytes);
+    else if (off < l->bcast_bytes) {
+        size_t r = (off - l->rank_off) / l->rank_bytes, in = (off - l->rank_off) % l->rank_bytes;
+        if (in < l->ctrl_bytes)
+            snprintf(buf, len, "member %zu control page %zu", r, in / l->page);
+        else
+            snprintf(buf, len, "member %zu buffer %zu page %zu", r,
+                     (in - l->buf_off) / l->buf_stride, (in - l->buf_off) % l->buf_stride / l->page);
+    } else
+        snprintf(buf, len, "barrier page %zu", (off - l->barrier_off) / l->page);
+}
+
+static void check_range(const nc_seg_t *seg, size_t off, size_t bytes, int expect,
+                        nc_placement_t *out)
+{
+    size_t page = seg->l.page, n = bytes / page;
+    if (!n || !out->checked)
+        return;
+    void **pages = malloc(n * sizeof *pages);
+    int *status = malloc(n * sizeof *status);
+    if (!pages || !status) {
+        out->checked = 0;
+        snprintf(out->detail, sizeof out->detail, "out of memory for move_pages()");
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++)
+        pages[i] = (char *)seg->base + off + i * page;
+    if (move_pages(0, (unsigned long)n, pages, NULL, status, 0)) {
+        out->checked = 0;
+        snprintf(out->detail, sizeof out->detail, "move_pages() failed: %s", strerror(errno));
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        out->pages++;
+        if (status[i] == expect)
+            continue;
+        if (!out->misplaced++) {
+            char what[96];
+            block_name(&seg->l, off + i * page, what, sizeof what);
+            if (status[i] >= 0)
+                snprintf(out->detail, sizeof out->detail, "%s is on NUMA node %d, expected %d",
+                         what, status[i], expect);
+            else
+                snprintf(out->detail, sizeof out->detail, "%s: move_pages status %d (%s)", what,
+                         status[i], strerror(-status[i]));
+        }
+    }
+done:
+    free(pages);
+    free(status);
+}
+
+void nc_seg_verify(const nc_seg_t *seg, int rank, int expect_node, nc_placement_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (expect_node < 0) {
+        snprintf(out->detail, sizeof out->detail,
+                 "member %d is not bound inside one NUMA node: nothing to expect", rank);
+        return;
+    }
+    out->checked = 1;
+    const nc_layout_t *l = &seg->l;
+    check_range(seg, l->rank_off + (size_t)rank * l->rank_bytes, l->rank_bytes, expect_node, out);
+    if (rank == 0)
+        check_range(seg, 0, l->rank_off, expect_node, out);
+}

@@ -1,0 +1,140 @@
+/*
+ * The shared segment of a team: layout, creation, attach, first touch,
+ * placement check.
+ *
+ * Layout (every block page-aligned; numbers for p=8, s=8, f=8 KiB, q=2, 4 KiB
+ * pages, layout=paper: 4 + 8 + 8*8*(4+8) = 780 KiB, the paper's figure 1):
+ *
+ *   offset                 block                                  written by / placed on
+ *   0                      header | leaders[p] | pids[p]          rank 0 / rank 0's node
+ *   hdr_bytes              q set pages: {op, bytes} on one line,  root of a call / rank 0
+ *                          nreaders on the next line              readers decrement
+ *   rank_off + i*rank_bytes  member i: s control blocks           parent in the tree writes a
+ *                          (paper: a page each, compact: a line   fragment size, member i reads
+ *                          each, packed in pages)                 and resets / member i's node
+ *                          then s fragment buffers of f bytes,    member i when it is the root
+ *                          each rounded up to whole pages         (or a relay) / member i's node
+ *   barrier_off            barrier flags (see coll/nc_barrier.c)  per algorithm
+ *
+ * Size: hdr + q*page + p*(ctrl + s*roundup(f, page)) + barrier, where hdr is
+ * one page for p <= 500 and ctrl is s pages (paper) or roundup(s*64, page)
+ * (compact). nc_layout_compute() is the only place that computes offsets.
+ */
+#ifndef NC_SEG_H
+#define NC_SEG_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/nc_common.h"
+
+#define NC_SEG_MAGIC UINT64_C(0x4c4c4f43414d554e) /* "NUMACOLL" */
+#define NC_SEG_VERSION 1u
+
+typedef struct nc_layout {
+    size_t page;
+    int p, s, q, kind; /* kind: NC_LAYOUT_PAPER or NC_LAYOUT_COMPACT */
+    size_t f;
+    size_t hdr_off, hdr_bytes;
+    size_t sets_off, set_bytes;
+    size_t rank_off, rank_bytes;
+    size_t ctrl_stride, ctrl_bytes; /* within a member block */
+    size_t buf_off, buf_stride;     /* within a member block */
+    size_t bcast_bytes;             /* the paper's part: hdr + sets + members */
+    size_t barrier_off, barrier_bytes;
+    size_t total;
+} nc_layout_t;
+
+int nc_layout_compute(nc_layout_t *l, int p, size_t f, int s, int q, int kind, size_t page,
+                      size_t barrier_bytes);
+
+typedef struct nc_seg_hdr {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t p;
+    uint64_t total_bytes;
+    uint64_t frag_size;
+    uint32_t queue_len, sets, layout, pad0;
+    /* Set by a member that found a dead peer or a fatal error; every waiter
+     * polls it in its slow path. relaxed: a hint, nothing is published by it. */
+    _Atomic uint32_t broken NC_ALIGNED(NC_CACHELINE);
+    /* release by rank 0 after every field above and the set pages are
+     * initialised; pairs with the acquire in nc_seg_attach(). */
+    _Atomic uint32_t ready NC_ALIGNED(NC_CACHELINE);
+} nc_seg_hdr_t;
+
+#define NC_SEG_LEADERS_OFF 256
+NC_STATIC_ASSERT(sizeof(nc_seg_hdr_t) <= NC_SEG_LEADERS_OFF, "header fits before leaders[]");
+
+typedef struct nc_set_ctl {
+    /* Line 0, written by the root of the call that uses the set. */
+    _Atomic uint32_t op;     /* sequence of the call-set published; see nc_bcast.c */
+    uint32_t pad0;
+    _Atomic uint64_t bytes;  /* the root's total bytes, published by op */
+    /* Line 1, decremented by every reader when it has drained the set. */
+    _Atomic uint32_t nreaders NC_ALIGNED(NC_CACHELINE);
+} nc_set_ctl_t;
+NC_STATIC_ASSERT(sizeof(nc_set_ctl_t) == 2 * NC_CACHELINE, "op and nreaders on separate lines");
+
+typedef struct nc_seg {
+    char name[64];
+    void *base;
+    size_t bytes;
+    nc_layout_t l;
+    int unlinked;
+} nc_seg_t;
+
+/* Rank 0: create, size, map and initialise the header (not yet ready). */
+int nc_seg_create(nc_seg_t *seg, const nc_layout_t *l, uint32_t seq0);
+/* Everyone else: open by name, map, check the header. */
+int nc_seg_attach(nc_seg_t *seg, const char *name, const nc_layout_t *l);
+void nc_seg_unlink(nc_seg_t *seg);
+void nc_seg_detach(nc_seg_t *seg);
+
+static inline nc_seg_hdr_t *nc_seg_hdr(const nc_seg_t *seg)
+{
+    return (nc_seg_hdr_t *)seg->base;
+}
+static inline int32_t *nc_seg_leaders(const nc_seg_t *seg)
+{
+    return (int32_t *)((char *)seg->base + NC_SEG_LEADERS_OFF);
+}
+static inline int32_t *nc_seg_pids(const nc_seg_t *seg)
+{
+    return nc_seg_leaders(seg) + seg->l.p;
+}
+static inline nc_set_ctl_t *nc_seg_set(const nc_seg_t *seg, int set)
+{
+    return (nc_set_ctl_t *)((char *)seg->base + seg->l.sets_off + (size_t)set * seg->l.set_bytes);
+}
+static inline char *nc_seg_rank_block(const nc_seg_t *seg, int rank)
+{
+    return (char *)seg->base + seg->l.rank_off + (size_t)rank * seg->l.rank_bytes;
+}
+static inline _Atomic uint32_t *nc_seg_ctrl(const nc_seg_t *seg, int rank, int idx)
+{
+    return (_Atomic uint32_t *)(nc_seg_rank_block(seg, rank) + (size_t)idx * seg->l.ctrl_stride);
+}
+static inline char *nc_seg_buf(const nc_seg_t *seg, int rank, int idx)
+{
+    return nc_seg_rank_block(seg, rank) + seg->l.buf_off + (size_t)idx * seg->l.buf_stride;
+}
+static inline char *nc_seg_barrier(const nc_seg_t *seg)
+{
+    return (char *)seg->base + seg->l.barrier_off;
+}
+
+/* First touch of this member's blocks (rank 0 also the header and set pages)
+ * with MADV_RANDOM in force, as the paper prescribes. */
+void nc_seg_first_touch(nc_seg_t *seg, int rank);
+
+/* Placement of this member's own blocks per move_pages(). */
+typedef struct nc_placement {
+    int checked;          /* move_pages() answered */
+    long pages, misplaced;
+    char detail[160];     /* first misplaced block, or why unchecked */
+} nc_placement_t;
+void nc_seg_verify(const nc_seg_t *seg, int rank, int expect_node, nc_placement_t *out);
+
+#endif

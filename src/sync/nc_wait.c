@@ -1,0 +1,63 @@
+#include "sync/nc_wait.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NC_CHECK_PERIOD_NS 50000000u /* 50 ms between liveness checks */
+
+int nc_pid_dead(int pid)
+{
+    if (kill(pid, 0) && errno == ESRCH)
+        return 1;
+    /* kill() succeeds on a zombie: read its state from /proc. */
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')'); /* comm may hold spaces and ')' */
+    return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
+void nc_wait_break(const nc_waitctx_t *w)
+{
+    /* relaxed: a hint that every waiter polls; it publishes no data. */
+    atomic_store_explicit(w->broken, 1, memory_order_relaxed);
+}
+
+int nc_backoff_slow(nc_backoff_t *b)
+{
+    const nc_waitctx_t *w = b->w;
+    sched_yield();
+    if (++b->yields & 31)
+        return 0;
+    if (atomic_load_explicit(w->broken, memory_order_relaxed))
+        return NUMACOLL_ERR_BROKEN;
+    uint64_t now = nc_time_ns();
+    if (!b->next_check) {
+        b->next_check = now + NC_CHECK_PERIOD_NS;
+        return 0;
+    }
+    if (now < b->next_check)
+        return 0;
+    b->next_check = now + NC_CHECK_PERIOD_NS;
+    for (int i = 0; i < w->p; i++) {
+        if (i != w->rank && nc_pid_dead(w->pids[i])) {
+            nc_log_error("member %d (pid %d) of the team has died; giving up the wait", i,
+                         (int)w->pids[i]);
+            nc_wait_break(w);
+            return NUMACOLL_ERR_PEER_DEAD;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,62 @@
+/*
+ * Waiting for a peer: spin with a pause instruction, then yield the CPU.
+ *
+ *   nc_backoff_t b;
+ *   nc_backoff_init(&b, &team->wait);
+ *   while (atomic_load_explicit(flag, memory_order_acquire) != want)
+ *       if ((rc = nc_backoff(&b)) < 0)
+ *           return rc;          // a member died, or the team is broken
+ *
+ * Up to spin_limit pauses (NUMACOLL_SPIN_COUNT; 0 when the team has more
+ * members than CPUs, so an oversubscribed waiter gives its CPU away at once),
+ * then sched_yield(). While yielding, every ~50 ms the waiter checks the team's
+ * broken flag and whether every member's pid is still alive, so a dead peer
+ * ends the wait with NUMACOLL_ERR_PEER_DEAD within a fraction of a second.
+ */
+#ifndef NC_WAIT_H
+#define NC_WAIT_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "common/nc_common.h"
+
+typedef struct nc_waitctx {
+    uint32_t spin_limit;
+    int p, rank;
+    const int32_t *pids;       /* every member's pid (a private copy) */
+    _Atomic uint32_t *broken;  /* the team's broken flag in shared memory */
+} nc_waitctx_t;
+
+typedef struct nc_backoff {
+    const nc_waitctx_t *w;
+    uint32_t spins, yields;
+    uint64_t next_check;
+} nc_backoff_t;
+
+static inline void nc_backoff_init(nc_backoff_t *b, const nc_waitctx_t *w)
+{
+    b->w = w;
+    b->spins = 0;
+    b->yields = 0;
+    b->next_check = 0;
+}
+
+int nc_backoff_slow(nc_backoff_t *b);
+
+static inline int nc_backoff(nc_backoff_t *b)
+{
+    if (NC_LIKELY(b->spins < b->w->spin_limit)) {
+        b->spins++;
+        nc_cpu_relax();
+        return 0;
+    }
+    return nc_backoff_slow(b);
+}
+
+/* Is process `pid` gone (exited, or a zombie nobody reaped yet)? */
+int nc_pid_dead(int pid);
+/* Mark the team broken (every waiter stops) and log why. */
+void nc_wait_break(const nc_waitctx_t *w);
+
+#endif

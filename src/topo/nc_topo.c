@@ -1,0 +1,121 @@
+#include "topo/nc_topo.h"
+
+#include <stdlib.h>
+
+#include "common/nc_common.h"
+
+static int load(nc_topo_t **out, const char *synthetic, const char *xml)
+{
+    nc_topo_t *t = calloc(1, sizeof *t);
+    if (!t)
+        return NUMACOLL_ERR_NOMEM;
+    if (hwloc_topology_init(&t->topo))
+        goto fail_free;
+    if (synthetic && hwloc_topology_set_synthetic(t->topo, synthetic)) {
+        nc_log_error("hwloc rejected the synthetic topology \"%s\"", synthetic);
+        goto fail;
+    }
+    if (xml && hwloc_topology_set_xml(t->topo, xml)) {
+        nc_log_error("hwloc could not read the topology XML file \"%s\"", xml);
+        goto fail;
+    }
+    if (hwloc_topology_load(t->topo)) {
+        nc_log_error("hwloc could not load the topology");
+        goto fail;
+    }
+    *out = t;
+    return 0;
+fail:
+    hwloc_topology_destroy(t->topo);
+fail_free:
+    free(t);
+    return NUMACOLL_ERR_TOPO;
+}
+
+int nc_topo_load(nc_topo_t **out)
+{
+    return load(out, NULL, NULL);
+}
+
+int nc_topo_load_synthetic(const char *desc, nc_topo_t **out)
+{
+    return load(out, desc, NULL);
+}
+
+int nc_topo_load_xml(const char *path, nc_topo_t **out)
+{
+    return load(out, NULL, path);
+}
+
+void nc_topo_free(nc_topo_t *t)
+{
+    if (!t)
+        return;
+    hwloc_topology_destroy(t->topo);
+    free(t);
+}
+
+int nc_topo_numa_count(const nc_topo_t *t)
+{
+    int n = hwloc_get_nbobjs_by_type(t->topo, HWLOC_OBJ_NUMANODE);
+    return n > 0 ? n : 1;
+}
+
+int nc_topo_numa_of_cpuset(const nc_topo_t *t, hwloc_const_cpuset_t set)
+{
+    if (hwloc_bitmap_iszero(set))
+        return -1;
+    hwloc_obj_t node = NULL;
+    while ((node = hwloc_get_next_obj_by_type(t->topo, HWLOC_OBJ_NUMANODE, node)))
+        if (hwloc_bitmap_isincluded(set, node->cpuset))
+            return (int)node->os_index;
+    return -1;
+}
+
+int nc_topo_self_binding(const nc_topo_t *t, hwloc_cpuset_t set)
+{
+    if (hwloc_get_cpubind(t->topo, set, HWLOC_CPUBIND_THREAD) &&
+        hwloc_get_cpubind(t->topo, set, HWLOC_CPUBIND_PROCESS))
+        return NUMACOLL_ERR_TOPO;
+    /* A binding wider than the machine (e.g. no mask set) is the whole machine. */
+    hwloc_bitmap_and(set, set, hwloc_topology_get_topology_cpuset(t->topo));
+    return 0;
+}
+
+int nc_topo_leaders(int p, const int *numa, int *leaders)
+{
+    int n = 0;
+    for (int i = 0; i < p; i++) {
+        leaders[i] = i;
+        if (numa[i] >= 0)
+            for (int j = 0; j < i; j++)
+                if (numa[j] == numa[i]) {
+                    leaders[i] = j;
+                    break;
+                }
+        n += leaders[i] == i;
+    }
+    return n;
+}
+
+void nc_topo_cpuset_pack(hwloc_const_cpuset_t set, uint64_t words[NC_TOPO_CPUSET_WORDS])
+{
+    for (int w = 0; w < NC_TOPO_CPUSET_WORDS; w++) {
+        words[w] = 0;
+        for (int b = 0; b < 64; b++)
+            if (hwloc_bitmap_isset(set, (unsigned)(w * 64 + b)))
+                words[w] |= UINT64_C(1) << b;
+    }
+}
+
+int nc_topo_union_weight(int p, const uint64_t (*words)[NC_TOPO_CPUSET_WORDS])
+{
+    int n = 0;
+    for (int w = 0; w < NC_TOPO_CPUSET_WORDS; w++) {
+        uint64_t u = 0;
+        for (int i = 0; i < p; i++)
+            u |= words[i][w];
+        n += __builtin_popcountll(u);
+    }
+    return n;
+}

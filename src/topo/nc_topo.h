@@ -1,0 +1,39 @@
+/*
+ * Topology through hwloc: which NUMA node a member is on (from its real CPU
+ * binding, never from a launcher's variables) and the leaders[] array.
+ */
+#ifndef NC_TOPO_H
+#define NC_TOPO_H
+
+#include <hwloc.h>
+#include <stdint.h>
+
+#define NC_TOPO_CPUSET_WORDS 16 /* up to 1024 CPUs exchanged between members */
+
+typedef struct nc_topo {
+    hwloc_topology_t topo;
+} nc_topo_t;
+
+/* This machine (hwloc honours HWLOC_XMLFILE / HWLOC_SYNTHETIC for tests). */
+int nc_topo_load(nc_topo_t **out);
+/* A machine that is not this one: hwloc synthetic description or XML file. */
+int nc_topo_load_synthetic(const char *desc, nc_topo_t **out);
+int nc_topo_load_xml(const char *path, nc_topo_t **out);
+void nc_topo_free(nc_topo_t *t);
+
+int nc_topo_numa_count(const nc_topo_t *t);
+/* OS index of the single NUMA node whose CPUs contain `set`; -1 when the set is
+ * empty or spans several nodes (an unbound process: "unknown"). */
+int nc_topo_numa_of_cpuset(const nc_topo_t *t, hwloc_const_cpuset_t set);
+/* The calling thread's binding into `set` (allocated by the caller). */
+int nc_topo_self_binding(const nc_topo_t *t, hwloc_cpuset_t set);
+
+/* leaders[i] = lowest rank on the NUMA node of rank i; a rank whose node is
+ * unknown (-1) leads itself. Returns the number of distinct leaders. */
+int nc_topo_leaders(int p, const int *numa, int *leaders);
+
+/* Packing a cpuset for the bootstrap exchange, and the union's weight. */
+void nc_topo_cpuset_pack(hwloc_const_cpuset_t set, uint64_t words[NC_TOPO_CPUSET_WORDS]);
+int nc_topo_union_weight(int p, const uint64_t (*words)[NC_TOPO_CPUSET_WORDS]);
+
+#endif

@@ -1,0 +1,238 @@
+/*
+ * Broadcast between real processes: every root, sizes around every boundary
+ * (f, b = s*f, beyond the queue, 64 MiB), the matrix trees x q x s x f, wrap of
+ * the sequence counters, size mismatches and the fragment-callback form. Every
+ * received byte is checked against a pattern that differs per call, and the
+ * bytes after the message must be untouched.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/nc_team.h"
+#include "nc_forktest.h"
+
+#define GUARD 64
+
+typedef struct cfg {
+    const char *tree;
+    int s, q;
+    size_t f;
+    const char *layout;
+} cfg_t;
+
+typedef struct run {
+    const cfg_t *cfgs;
+    int ncfgs;
+    int big;        /* also 64 MiB */
+    int nodisk;
+} run_t;
+
+static int set_cfg(const cfg_t *c)
+{
+    char v[32];
+    int rc = numacoll_param_set("NUMACOLL_BCAST_TREE", c->tree);
+    snprintf(v, sizeof v, "%d", c->s);
+    rc |= numacoll_param_set("NUMACOLL_BCAST_QUEUE_LEN", v);
+    snprintf(v, sizeof v, "%d", c->q);
+    rc |= numacoll_param_set("NUMACOLL_BCAST_SETS", v);
+    snprintf(v, sizeof v, "%zu", c->f);
+    rc |= numacoll_param_set("NUMACOLL_BCAST_FRAG_SIZE", v);
+    rc |= numacoll_param_set("NUMACOLL_SEG_LAYOUT", c->layout ? c->layout : "compact");
+    return rc;
+}
+
+static int one_call(numacoll_team_t *t, unsigned char *buf, size_t n, int root, uint64_t call,
+                    int rank)
+{
+    if (rank == root)
+        nc_pattern_fill(buf, n, call);
+    else
+        memset(buf, 0xEE, n);
+    memset(buf + n, 0xAB, GUARD);
+    int rc = numacoll_bcast(t, buf, n, root);
+    CHECK(rc == 0, "bcast(n=%zu root=%d) = %d (%s)", n, root, rc, numacoll_strerror(rc));
+    long bad = nc_pattern_check(buf, n, call);
+    CHECK(bad < 0, "rank %d root %d n=%zu: byte %ld wrong (0x%02x)", rank, root, n, bad,
+          bad >= 0 ? buf[bad] : 0);
+    for (int g = 0; g < GUARD; g++)
+        CHECK(buf[n + g] == 0xAB, "rank %d root %d n=%zu: wrote past the end", rank, root, n);
+    return 0;
+}
+
+static int body_configs(int rank, int p, const char *name, void *arg)
+{
+    const run_t *run = arg;
+    numacoll_bootstrap_t *bs;
+    CHECK(numacoll_bootstrap_named(name, rank, p, &bs) == 0, "bootstrap");
+    uint64_t call = 0;
+    for (int c = 0; c < run->ncfgs; c++) {
+        const cfg_t *cf = &run->cfgs[c];
+        CHECK(set_cfg(cf) == 0, "config %s s=%d q=%d f=%zu", cf->tree, cf->s, cf->q, cf->f);
+        numacoll_team_t *t;
+        int rc = numacoll_team_create(bs, &t);
+        CHECK(rc == 0, "team_create = %s", numacoll_strerror(rc));
+        size_t f = cf->f, b = (size_t)cf->s * f;
+        size_t sizes[] = {0, 1, 7, f - 1, f, f + 1, b - 1, b, b + 1, 3 * b + 17, (size_t)64 << 20};
+        int nsizes = run->big ? 11 : 10;
+        size_t max = 0;
+        for (int i = 0; i < nsizes; i++)
+            max = sizes[i] > max ? sizes[i] : max;
+        unsigned char *buf = malloc(max + GUARD);
+        CHECK(buf, "malloc");
+        for (int root = 0; root < p; root++)
+            for (int i = 0; i < nsizes; i++)
+                if (one_call(t, buf, sizes[i], root, ++call, rank)) {
+                    fprintf(stderr, "  in config tree=%s s=%d q=%d f=%zu p=%d\n", cf->tree, cf->s,
+                            cf->q, f, p);
+                    return 1;
+                }
+        /* Back-to-back with changing roots and sizes in one sequence. */
+        for (int i = 0; i < 3 * p; i++)
+            if (one_call(t, buf, sizes[(i * 7) % nsizes] % (4 * b + 1), (i * 5) % p, ++call, rank))
+                return 1;
+        free(buf);
+        numacoll_team_destroy(t);
+    }
+    numacoll_bootstrap_named_free(bs);
+    return 0;
+}
+
+static int run_all(const run_t *run, const int *ps, int nps, int timeout)
+{
+    for (int i = 0; i < nps; i++) {
+        if (nc_fork_run(ps[i], timeout, body_configs, (void *)run, -1)) {
+            fprintf(stderr, "FAILED with p=%d\n", ps[i]);
+            return 1;
+        }
+        printf("p=%d: %d configuration(s) passed\n", ps[i], run->ncfgs);
+    }
+    return 0;
+}
+
+/* ---- size mismatch ---------------------------------------------------------- */
+static int body_truncate(int rank, int p, const char *name, void *arg)
+{
+    (void)arg;
+    numacoll_bootstrap_t *bs;
+    numacoll_team_t *t;
+    CHECK(numacoll_bootstrap_named(name, rank, p, &bs) == 0, "bootstrap");
+    CHECK(numacoll_team_create(bs, &t) == 0, "team");
+    unsigned char buf[100000];
+    const size_t rootn = 40000;
+    /* rank 2 expects fewer bytes, rank 3 more, the others the same. */
+    size_t n = rank == 2 ? 1000 : rank == 3 ? 60000 : rootn;
+    if (rank == 1)
+        nc_pattern_fill(buf, n, 77);
+    int rc = numacoll_bcast(t, buf, n, 1);
+    if (rank == 2 || rank == 3) {
+        CHECK(rc == NUMACOLL_ERR_TRUNCATE, "rank %d: expected TRUNCATE, got %d", rank, rc);
+        CHECK(nc_pattern_check(buf, n < rootn ? n : rootn, 77) < 0, "prefix of a truncated bcast");
+    } else {
+        CHECK(rc == 0, "rank %d: %s", rank, numacoll_strerror(rc));
+        CHECK(nc_pattern_check(buf, n, 77) < 0, "content");
+    }
+    /* Root sends nothing, the others expect something: an error, not a hang. */
+    rc = numacoll_bcast(t, buf, rank == 0 ? 0 : 10, 0);
+    CHECK(rank == 0 ? rc == 0 : rc == NUMACOLL_ERR_TRUNCATE, "zero-byte root: rank %d rc %d", rank, rc);
+    /* The team is still fine. */
+    if (one_call(t, buf, 50000, 3, 99, rank))
+        return 1;
+    numacoll_team_destroy(t);
+    numacoll_bootstrap_named_free(bs);
+    return 0;
+}
+
+/* ---- the callback form: receivers scatter every byte to an odd offset ----------- */
+typedef struct strided {
+    unsigned char *base;
+} strided_t;
+
+static void unpack_strided(void *ctx, size_t off, void *shm, size_t len)
+{
+    strided_t *s = ctx;
+    for (size_t i = 0; i < len; i++)
+        s->base[2 * (off + i) + 1] = ((unsigned char *)shm)[i];
+}
+
+static void pack_contig(void *ctx, size_t off, void *shm, size_t len)
+{
+    memcpy(shm, (unsigned char *)ctx + off, len);
+}
+
+static int body_callback(int rank, int p, const char *name, void *arg)
+{
+    (void)arg;
+    numacoll_bootstrap_t *bs;
+    numacoll_team_t *t;
+    CHECK(numacoll_bootstrap_named(name, rank, p, &bs) == 0, "bootstrap");
+    CHECK(numacoll_team_create(bs, &t) == 0, "team");
+    const size_t n = 3 * 64 * 8192 + 5;
+    unsigned char *src = malloc(n), *dst = calloc(2 * n, 1), *tmp = malloc(n);
+    for (int root = 0; root < p; root++) {
+        int rc;
+        if (rank == root) {
+            nc_pattern_fill(src, n, (uint64_t)root + 500);
+            rc = numacoll_bcast_cb(t, n, root, pack_contig, src);
+        } else {
+            strided_t s = {dst};
+            rc = numacoll_bcast_cb(t, n, root, unpack_strided, &s);
+            for (size_t i = 0; i < n; i++)
+                tmp[i] = dst[2 * i + 1];
+            CHECK(nc_pattern_check(tmp, n, (uint64_t)root + 500) < 0, "strided content root %d", root);
+        }
+        CHECK(rc == 0, "bcast_cb %d", rc);
+    }
+    free(src);
+    free(dst);
+    free(tmp);
+    numacoll_team_destroy(t);
+    numacoll_bootstrap_named_free(bs);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "sizes";
+    int rc = 1;
+    if (!strcmp(mode, "sizes")) {
+        static const cfg_t def[] = {{"kary:2", 64, 1, 8192, NULL}};
+        run_t run = {def, 1, 1, 0};
+        const int ps[] = {1, 2, 3, 4, 5, 8};
+        rc = run_all(&run, ps, 6, 240);
+    } else if (!strcmp(mode, "matrix") && argc > 2) {
+        static const int sq[][2] = {{1, 1}, {2, 1}, {2, 2}, {8, 1}, {8, 2}, {8, 4},
+                                    {64, 1}, {64, 2}, {64, 4}};
+        static const size_t fs[] = {4096, 8192, 65536};
+        cfg_t cfgs[27];
+        int n = 0;
+        for (size_t i = 0; i < NC_ARRAY_SIZE(sq); i++)
+            for (size_t j = 0; j < NC_ARRAY_SIZE(fs); j++)
+                cfgs[n++] = (cfg_t){argv[2], sq[i][0], sq[i][1], fs[j], NULL};
+        run_t run = {cfgs, n, 0, 0};
+        const int ps[] = {3, 4};
+        rc = run_all(&run, ps, 2, 280);
+    } else if (!strcmp(mode, "wrap")) {
+        nc_test_seq0 = UINT32_MAX - 40; /* inherited by the children */
+        static const cfg_t cfgs[] = {{"kary:2", 4, 2, 4096, NULL}, {"chain", 3, 3, 4096, NULL}};
+        run_t run = {cfgs, 2, 0, 0};
+        const int ps[] = {3, 5};
+        rc = run_all(&run, ps, 2, 100);
+    } else if (!strcmp(mode, "layouts")) {
+        static const cfg_t cfgs[] = {{"kary:2", 8, 2, 8192, "paper"},
+                                     {"knomial:2", 8, 2, 8192, "compact"}};
+        run_t run = {cfgs, 2, 0, 0};
+        const int ps[] = {2, 4};
+        rc = run_all(&run, ps, 2, 100);
+    } else if (!strcmp(mode, "truncate")) {
+        rc = nc_fork_run(4, 60, body_truncate, NULL, -1);
+    } else if (!strcmp(mode, "callback")) {
+        rc = nc_fork_run(3, 60, body_callback, NULL, -1);
+    } else {
+        fprintf(stderr, "usage: test_bcast sizes|matrix TREE|wrap|layouts|truncate|callback\n");
+        return 2;
+    }
+    if (nc_shm_leftovers())
+        rc = 1;
+    printf("%s\n", rc ? "FAILED" : "PASSED");
+    return rc;
+}

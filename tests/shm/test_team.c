@@ -1,0 +1,245 @@
+/*
+ * Team life cycle between real processes: a member killed mid-broadcast ends in
+ * a clear error (not a hang) and leaves nothing in /dev/shm; bad tunables are
+ * rejected on every member with a message naming the variable; the barrier
+ * holds everyone back; info matches the layout; create/destroy leaks nothing.
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <dirent.h>
+
+#include "core/nc_team.h"
+#include "nc_forktest.h"
+
+/* ---- a member dies in the middle of a broadcast -------------------------------- */
+static void die_in_unpack(void *ctx, size_t off, void *shm, size_t len)
+{
+    (void)shm;
+    (void)len;
+    if (off >= 3 * 8192) /* a few fragments in */
+        raise(SIGKILL);
+    (void)ctx;
+}
+
+static int body_dead(int rank, int p, const char *name, void *arg)
+{
+    (void)arg;
+    numacoll_bootstrap_t *bs;
+    numacoll_team_t *t;
+    CHECK(numacoll_bootstrap_named(name, rank, p, &bs) == 0, "bootstrap");
+    CHECK(numacoll_team_create(bs, &t) == 0, "team");
+    size_t n = 4u << 20; /* several queue lengths: the root must wait for the set */
+    unsigned char *buf = malloc(n);
+    CHECK(numacoll_bcast(t, buf, 1000, 0) == 0, "warm-up");
+    uint64_t t0 = nc_time_ns();
+    int rc;
+    if (rank == 2)
+        rc = numacoll_bcast_cb(t, n, 0, die_in_unpack, NULL); /* never returns */
+    else
+        rc = numacoll_bcast(t, buf, n, 0);
+    double s = (double)(nc_time_ns() - t0) / 1e9;
+    /* The root or readers may have finished before the death only if they did
+     * not need member 2; with 4 MiB through a 512 KiB queue they all do. */
+    CHECK(rc == NUMACOLL_ERR_PEER_DEAD || rc == NUMACOLL_ERR_BROKEN,
+          "rank %d: expected PEER_DEAD or BROKEN, got %d", rank, rc);
+    CHECK(s < 3.0, "rank %d took %.2f s to notice the death", rank, s);
+    CHECK(numacoll_bcast(t, buf, 10, 0) == NUMACOLL_ERR_BROKEN, "team must stay broken");
+    printf("rank %d: %s after %.3f s\n", rank, numacoll_strerror(rc), s);
+    numacoll_team_destroy(t);
+    numacoll_bootstrap_named_free(bs);
+    free(buf);
+    return 0;
+}
+
+/* ---- bad tunables ------------------------------------------------------------------ */
+typedef struct bad {
+    const char *var, *value;
+    int only_rank; /* -1: every member */
+    int expect;
+} bad_t;
+
+static int body_tunables(int rank, int p, const char *name, void *arg)
+{
+    const bad_t *b = arg;
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/nc-tunable-%d.err", (int)getpid());
+    int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0600);
+    dup2(fd, 2);
+    if (b->only_rank < 0 || b->only_rank == rank)
+        setenv(b->var, b->value, 1);
+    nc_config_reload();
+    numacoll_bootstrap_t *bs;
+    numacoll_team_t *t = NULL;
+    CHECK(numacoll_bootstrap_named(name, rank, p, &bs) == 0, "bootstrap");
+    int rc = numacoll_team_create(bs, &t);
+    char log[4096] = "";
+    lseek(fd, 0, SEEK_SET);
+    ssize_t n = read(fd, log, sizeof log - 1);
+    log[n > 0 ? n : 0] = '\0';
+    unlink(path);
+    FILE *out = fdopen(dup(1), "w");
+    if (rc == 0 || (b->only_rank < 0 && rc != b->expect)) {
+        fprintf(out, "rank %d: %s=%s gave %d (%s), expected %d\n", rank, b->var, b->value, rc,
+                numacoll_strerror(rc), b->expect);
+        return 1;
+    }
+    /* The member that holds the bad value says which variable is wrong. */
+    if ((b->only_rank < 0 || b->only_rank == rank) && !strstr(log, b->var + 9)) {
+        fprintf(out, "rank %d: message does not name %s: %s\n", rank, b->var, log);
+        return 1;
+    }
+    if (rank == 0)
+        fprintf(out, "%s=%s -> %s; %s", b->var, b->value, numacoll_strerror(rc), log);
+    fclose(out);
+    numacoll_bootstrap_named_free(bs);
+    return 0;
+}
+
+/* ---- barrier: nobody leaves barrier k before everyone entered it ----------------- */
+static _Atomic uint32_t *entered;
+
+static int body_barrier(int rank, int p, const char *name, void *arg)
+{
+    int iters = *(int *)arg;
+    numacoll_bootstrap_t *bs;
+    numacoll_team_t *t;
+    CHECK(numacoll_bootstrap_named(name, rank, p, &bs) == 0, "bootstrap");
+    CHECK(numacoll_team_create(bs, &t) == 0, "team");
+    unsigned char buf[3000];
+    for (uint32_t k = 1; k <= (uint32_t)iters; k++) {
+        atomic_store_explicit(&entered[rank], k, memory_order_relaxed);
+        CHECK(numacoll_barrier(t) == 0, "barrier");
+        for (int j = 0; j < p; j++)
+            CHECK(atomic_load_explicit(&entered[j], memory_order_relaxed) >= k,
+                  "rank %d left barrier %u before rank %d entered it", rank, k, j);
+        if (k % 97 == 0 && one_bcast(t, buf, sizeof buf, (int)(k % (uint32_t)p), k, rank))
+            return 1;
+    }
+    numacoll_team_destroy(t);
+    numacoll_bootstrap_named_free(bs);
+    return 0;
+}
+
+/* ---- info ------------------------------------------------------------------------- */
+static int body_info(int rank, int p, const char *name, void *arg)
+{
+    (void)arg;
+    numacoll_bootstrap_t *bs;
+    numacoll_team_t *t;
+    CHECK(numacoll_bootstrap_named(name, rank, p, &bs) == 0, "bootstrap");
+    CHECK(numacoll_team_create(bs, &t) == 0, "team");
+    numacoll_team_info_t in;
+    CHECK(numacoll_team_info(t, &in) == 0, "info");
+    CHECK(in.rank == rank && in.size == p, "rank/size");
+    CHECK(in.frag_size == 8192 && in.queue_len == 64 && in.sets == 1, "defaults f/s/q");
+    CHECK(!strcmp(in.tree, "kary:2"), "default tree %s", in.tree);
+    CHECK(in.seg_bytes == in.rank_off + (size_t)p * in.rank_bytes + in.barrier_bytes,
+          "segment size adds up");
+    CHECK(in.rank_bytes == in.ctrl_bytes + 64 * in.buf_stride, "member block adds up");
+    /* This machine: one NUMA node, so every member is on it and leads by rank 0. */
+    int leaders[16];
+    CHECK(numacoll_team_leaders(t, leaders) == 0, "leaders");
+    for (int i = 0; i < p; i++)
+        CHECK(leaders[i] == 0, "leaders[%d] = %d on a one-node machine", i, leaders[i]);
+    CHECK(in.numa_node == 0, "numa node %d", in.numa_node);
+    CHECK(in.placement == NUMACOLL_PLACEMENT_OK, "placement %d: %s", in.placement,
+          in.placement_detail);
+    CHECK(in.misplaced_pages == 0, "misplaced");
+    CHECK(in.oversubscribed == (p > in.nleaders * 0 + (int)sysconf(_SC_NPROCESSORS_ONLN)),
+          "oversubscribed flag");
+    numacoll_team_destroy(t);
+    numacoll_bootstrap_named_free(bs);
+    return 0;
+}
+
+/* ---- create/destroy many teams: no growth of fds, mappings or /dev/shm ------------ */
+static int count_dir(const char *path)
+{
+    DIR *d = opendir(path);
+    int n = 0;
+    while (d && readdir(d))
+        n++;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static int count_maps(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    int n = 0, c;
+    while (f && (c = fgetc(f)) != EOF)
+        n += c == '\n';
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static int body_leak(int rank, int p, const char *name, void *arg)
+{
+    (void)arg;
+    numacoll_bootstrap_t *bs;
+    numacoll_team_t *t;
+    CHECK(numacoll_bootstrap_named(name, rank, p, &bs) == 0, "bootstrap");
+    CHECK(numacoll_team_create(bs, &t) == 0, "team");
+    numacoll_team_destroy(t);
+    int fds = count_dir("/proc/self/fd"), maps = count_maps();
+    for (int i = 0; i < 300; i++) {
+        CHECK(numacoll_team_create(bs, &t) == 0, "team %d", i);
+        unsigned char b[64];
+        CHECK(one_bcast(t, b, sizeof b, i % p, (uint64_t)i, rank) == 0, "bcast");
+        numacoll_team_destroy(t);
+    }
+    CHECK(count_dir("/proc/self/fd") == fds, "fds grew from %d to %d", fds, count_dir("/proc/self/fd"));
+    CHECK(count_maps() == maps, "mappings grew from %d to %d", maps, count_maps());
+    numacoll_bootstrap_named_free(bs);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    int rc = 0;
+    if (!strcmp(mode, "dead")) {
+        rc = nc_fork_run(4, 60, body_dead, NULL, 2);
+    } else if (!strcmp(mode, "tunables")) {
+        static const bad_t bads[] = {
+            {"NUMACOLL_BCAST_TREE", "foo", -1, NUMACOLL_ERR_TUNABLE},
+            {"NUMACOLL_BCAST_FRAG_SIZE", "0", -1, NUMACOLL_ERR_TUNABLE},
+            {"NUMACOLL_BCAST_FRAG_SIZE", "12q", -1, NUMACOLL_ERR_TUNABLE},
+            {"NUMACOLL_BCAST_SETS", "3", -1, NUMACOLL_ERR_TUNABLE}, /* 64 % 3 != 0 */
+            {"NUMACOLL_BCAST_QUEUE_LEN", "-4", -1, NUMACOLL_ERR_TUNABLE},
+            {"NUMACOLL_SEG_LAYOUT", "fancy", -1, NUMACOLL_ERR_TUNABLE},
+            {"NUMACOLL_SPIN_COUNT", "lots", -1, NUMACOLL_ERR_TUNABLE},
+            /* Only member 1 differs: everyone fails, member 0/1 name the variable. */
+            {"NUMACOLL_BCAST_FRAG_SIZE", "16384", 1, NUMACOLL_ERR_MISMATCH},
+        };
+        for (size_t i = 0; i < NC_ARRAY_SIZE(bads) && !rc; i++)
+            rc = nc_fork_run(3, 30, body_tunables, (void *)&bads[i], -1);
+    } else if (!strcmp(mode, "barrier")) {
+        entered = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        for (int p = 1; p <= 8 && !rc; p++) {
+            int iters = p <= 2 ? 20000 : 3000;
+            memset((void *)entered, 0, 4096);
+            rc = nc_fork_run(p, 100, body_barrier, &iters, -1);
+            printf("barrier p=%d x%d: %s\n", p, iters, rc ? "FAILED" : "ok");
+        }
+    } else if (!strcmp(mode, "info")) {
+        for (int p = 1; p <= 4 && !rc; p++)
+            rc = nc_fork_run(p, 30, body_info, NULL, -1);
+    } else if (!strcmp(mode, "leak")) {
+        rc = nc_fork_run(3, 150, body_leak, NULL, -1);
+    } else {
+        fprintf(stderr, "usage: test_team dead|tunables|barrier|info|leak\n");
+        return 2;
+    }
+    if (nc_shm_leftovers())
+        rc = 1;
+    printf("%s\n", rc ? "FAILED" : "PASSED");
+    return rc;
+}
