@@ -15,6 +15,9 @@
 
 typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
 
+/* Barrier rows live in their own list so the barrier module owns them. */
+#define NC_PARAM_TABLE_BARRIER(X)
+
 /* X(NAME, type, default, min, max, choices, unit, doc) */
 #define NC_PARAM_TABLE(X)                                                                      \
     X(BCAST_FRAG_SIZE, NC_PT_SIZE, "8192", 64, 64 << 20, NULL, "bytes",                        \
@@ -30,7 +33,22 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
     X(SPIN_COUNT, NC_PT_INT, "2000", 0, 1000000000, NULL, "iterations",                        \
       "Pause-spins before a waiting member yields the CPU; 0 is used when oversubscribed.")     \
     X(VERBOSE, NC_PT_INT, "0", 0, 3, NULL, "level",                                             \
-      "1: one report per team (layout, leaders, placement); 2: per member; 3: debug.")
+      "1: one report per team (layout, leaders, placement); 2: per member; 3: debug.")          \
+    /* ---- barrier (coll/nc_barrier*.c) ---- */                                              \
+    NC_PARAM_TABLE_BARRIER(X)                                                                   \
+    /* ---- MPI layer (src/mpi) ---- */                                                       \
+    X(DISABLE, NC_PT_INT, "0", 0, 1, NULL, "bool",                                              \
+      "1: every collective goes to the MPI library (PMPI); numacoll stays out of the way.")      \
+    X(BCAST_ENABLE, NC_PT_INT, "1", 0, 1, NULL, "bool",                                         \
+      "0: MPI_Bcast goes to the MPI library.")                                                  \
+    X(BARRIER_ENABLE, NC_PT_INT, "1", 0, 1, NULL, "bool",                                       \
+      "0: MPI_Barrier goes to the MPI library.")                                                \
+    X(COMM_MIN_CALLS, NC_PT_INT, "0", 0, 1000000, NULL, "calls",                                \
+      "Collective calls on a communicator before numacoll sets up its segment for it.")         \
+    X(STATS, NC_PT_INT, "0", 0, 1, NULL, "bool",                                                \
+      "1: at MPI_Finalize one line per node: calls and bytes handled by numacoll vs PMPI.")     \
+    X(TEST_VIRTUAL_NODES, NC_PT_INT, "1", 1, 1024, NULL, "nodes",                               \
+      "Test only: split each real node into this many virtual nodes (blocks of ranks).")
 
 enum {
 #define NC_PARAM_ENUM_(name, ...) NC_P_##name,

@@ -1,0 +1,35 @@
+/*
+ * numacoll's MPI layer (libnumacoll-mpi.so): queries a program or a tool may
+ * use besides the wrapped MPI_* calls. Programs that only want the speed-up
+ * need nothing from here.
+ */
+#ifndef NUMACOLL_MPI_H
+#define NUMACOLL_MPI_H
+
+#include <mpi.h>
+
+#include "numacoll.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum numacoll_mpi_coll { NUMACOLL_MPI_BCAST = 0, NUMACOLL_MPI_BARRIER, NUMACOLL_MPI_NCOLL };
+
+typedef struct numacoll_mpi_stats {
+    unsigned long long calls_numacoll[NUMACOLL_MPI_NCOLL], bytes_numacoll[NUMACOLL_MPI_NCOLL];
+    unsigned long long calls_pmpi[NUMACOLL_MPI_NCOLL], bytes_pmpi[NUMACOLL_MPI_NCOLL];
+} numacoll_mpi_stats_t;
+
+/* 1 when numacoll has set up comm (its next collectives run in shared memory),
+ * 0 when it hands comm to the MPI library, negative NUMACOLL_ERR_* on error. */
+NUMACOLL_API int numacoll_mpi_comm_active(MPI_Comm comm);
+/* This process's counters since MPI_Init (all communicators). */
+NUMACOLL_API int numacoll_mpi_stats(numacoll_mpi_stats_t *out);
+/* The node-local team behind comm (NULL when inactive): numacoll_team_info(). */
+NUMACOLL_API numacoll_team_t *numacoll_mpi_comm_team(MPI_Comm comm);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
