@@ -1,0 +1,61 @@
+/*
+ * The MPI layer: the only part of numacoll that includes <mpi.h>.
+ *
+ * Each wrapped MPI collective lives in its own file (nc_mpi_<coll>.c) and
+ * follows one pattern:
+ *
+ *   nc_mpi_comm_t *c = nc_mpi_comm_get(comm, NC_MPI_<COLL>);
+ *   if (!c)                                  // not numacoll's: hand it over
+ *       return nc_mpi_pmpi_count(NC_MPI_<COLL>, bytes), PMPI_<Coll>(...);
+ *   ... intra-node steps on c->team, inter-node steps with PMPI on c->leaders
+ *
+ * Adding a collective = one row in NC_MPI_COLL_TABLE + one file.
+ */
+#ifndef NC_MPI_H
+#define NC_MPI_H
+
+#include <mpi.h>
+#include <stdatomic.h>
+
+#include "numacoll_mpi.h"
+#include "config/nc_config.h"
+
+/* X(ENUM, name, enable tunable index) */
+#define NC_MPI_COLL_TABLE(X)                     \
+    X(BCAST, "bcast", NC_P_BCAST_ENABLE)         \
+    X(BARRIER, "barrier", NC_P_BARRIER_ENABLE)
+
+enum {
+#define NC_MPI_COLL_ENUM_(e, name, param) NC_MPI_##e = NUMACOLL_MPI_##e,
+    NC_MPI_COLL_TABLE(NC_MPI_COLL_ENUM_)
+#undef NC_MPI_COLL_ENUM_
+    NC_MPI_NCOLL = NUMACOLL_MPI_NCOLL
+};
+
+typedef enum { NC_COMM_PENDING = 0, NC_COMM_ACTIVE, NC_COMM_PMPI } nc_comm_state_t;
+
+typedef struct nc_mpi_comm {
+    nc_comm_state_t state;
+    unsigned calls;         /* collective calls seen while pending */
+    MPI_Comm comm;          /* the user's communicator (not owned) */
+    int rank, size;
+    MPI_Comm node;          /* ranks of my (virtual) node, owned */
+    MPI_Comm leaders;       /* local rank 0 of every node; MPI_COMM_NULL elsewhere */
+    int nnodes;
+    int *node_of;           /* node_of[r]: node index (= rank in leaders) of comm rank r */
+    int *lrank_of;          /* lrank_of[r]: rank of r within its node */
+    numacoll_team_t *team;  /* the node's team; NULL when the node has one rank */
+    int enabled[NC_MPI_NCOLL];
+    struct nc_mpi_comm *next, *prev; /* every live state, freed at MPI_Finalize */
+} nc_mpi_comm_t;
+
+/* The numacoll state of comm for collective `coll`, setting it up on first
+ * use; NULL when this call goes to PMPI. Identical answer on every rank. */
+nc_mpi_comm_t *nc_mpi_comm_get(MPI_Comm comm, int coll);
+
+void nc_mpi_count(int coll, int numacoll, size_t bytes);
+
+/* Map a numacoll error to an MPI error class, calling comm's error handler. */
+int nc_mpi_error(MPI_Comm comm, int nc_err, const char *what);
+
+#endif

@@ -1,0 +1,28 @@
+/*
+ * MPI_Barrier: intra-node arrival on the node's team, the leaders' barrier
+ * through the MPI library, intra-node release.
+ *   1. team barrier (every member of the node has arrived);
+ *   2. leaders only: PMPI_Barrier on the leaders' communicator;
+ *   3. team barrier again: members leave only after their leader left step 2,
+ *      i.e. after every rank of every node arrived.
+ * On a single node step 1 is the whole barrier.
+ */
+#include "nc_mpi.h"
+
+NUMACOLL_API int MPI_Barrier(MPI_Comm comm)
+{
+    nc_mpi_comm_t *c = nc_mpi_comm_get(comm, NC_MPI_BARRIER);
+    if (!c) {
+        nc_mpi_count(NC_MPI_BARRIER, 0, 0);
+        return PMPI_Barrier(comm);
+    }
+    nc_mpi_count(NC_MPI_BARRIER, 1, 0);
+    int rc = c->team ? numacoll_barrier(c->team) : 0;
+    if (!rc && c->nnodes > 1) {
+        if (c->leaders != MPI_COMM_NULL)
+            PMPI_Barrier(c->leaders);
+        if (c->team)
+            rc = numacoll_barrier(c->team);
+    }
+    return rc ? nc_mpi_error(comm, rc, "MPI_Barrier") : MPI_SUCCESS;
+}

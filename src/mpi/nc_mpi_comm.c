@@ -1,0 +1,327 @@
+/*
+ * Communicators: qualification, set-up, caching on an attribute, teardown,
+ * statistics and MPI_Finalize.
+ *
+ * Set-up (collective over the user's communicator, on its first qualifying
+ * collective call, identical on every rank):
+ *   1. node = MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED); with the test
+ *      setting NUMACOLL_TEST_VIRTUAL_NODES=v, node is split again into v blocks
+ *      of consecutive local ranks (the same code path as a real cluster);
+ *   2. leaders = local rank 0 of every node, split from comm;
+ *   3. every rank learns node_of[] and lrank_of[] for the whole communicator
+ *      (allgather), so a root on any node is found in O(1);
+ *   4. the node's team is created with PMPI_Allgather over node as bootstrap;
+ *   5. one allreduce over comm: if any rank failed, every rank hands this
+ *      communicator to PMPI for good.
+ * The state is an attribute of comm: MPI_Comm_free (and MPI_Finalize, which
+ * deletes whatever is left) runs the delete callback that frees the team, the
+ * two sub-communicators and the arrays.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/nc_common.h"
+#include "nc_mpi.h"
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int keyval = MPI_KEYVAL_INVALID;
+static nc_mpi_comm_t *live; /* every state still attached to a communicator */
+
+static _Atomic unsigned long long stat_calls[2][NC_MPI_NCOLL], stat_bytes[2][NC_MPI_NCOLL];
+
+void nc_mpi_count(int coll, int numacoll, size_t bytes)
+{
+    atomic_fetch_add_explicit(&stat_calls[numacoll][coll], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&stat_bytes[numacoll][coll], bytes, memory_order_relaxed);
+}
+
+static void state_free(nc_mpi_comm_t *c)
+{
+    numacoll_team_destroy(c->team);
+    if (c->node != MPI_COMM_NULL)
+        PMPI_Comm_free(&c->node);
+    if (c->leaders != MPI_COMM_NULL)
+        PMPI_Comm_free(&c->leaders);
+    free(c->node_of);
+    free(c->lrank_of);
+    free(c);
+}
+
+static int delete_fn(MPI_Comm comm, int kv, void *attr, void *extra)
+{
+    (void)comm;
+    (void)kv;
+    (void)extra;
+    nc_mpi_comm_t *c = attr;
+    pthread_mutex_lock(&lock);
+    if (c->prev)
+        c->prev->next = c->next;
+    else if (live == c)
+        live = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    pthread_mutex_unlock(&lock);
+    state_free(c);
+    return MPI_SUCCESS;
+}
+
+static int node_allgather(void *ctx, const void *mine, void *all, size_t len)
+{
+    MPI_Comm node = *(MPI_Comm *)ctx;
+    int rc = PMPI_Allgather(mine, (int)len, MPI_BYTE, all, (int)len, MPI_BYTE, node);
+    return rc == MPI_SUCCESS ? 0 : NUMACOLL_ERR_BOOTSTRAP;
+}
+
+static void setup(nc_mpi_comm_t *c, const nc_config_t *cfg, int cfg_rc)
+{
+    MPI_Comm comm = c->comm, node0;
+    int lrank, lsize, failed = cfg_rc != 0;
+
+    /* 1. the node, maybe cut into virtual nodes */
+    PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node0);
+    int v = (int)NC_CFG_NUM(cfg, TEST_VIRTUAL_NODES);
+    if (v > 1) {
+        PMPI_Comm_rank(node0, &lrank);
+        PMPI_Comm_size(node0, &lsize);
+        PMPI_Comm_split(node0, (int)((long)lrank * v / lsize), lrank, &c->node);
+        PMPI_Comm_free(&node0);
+    } else {
+        c->node = node0;
+    }
+    PMPI_Comm_rank(c->node, &lrank);
+    PMPI_Comm_size(c->node, &lsize);
+
+    /* 2. leaders */
+    PMPI_Comm_split(comm, lrank == 0 ? 0 : MPI_UNDEFINED, c->rank, &c->leaders);
+    int mine[2] = {0, lrank};
+    int nodeinfo[2] = {0, 0}; /* my node's index, number of nodes */
+    if (lrank == 0) {
+        PMPI_Comm_rank(c->leaders, &nodeinfo[0]);
+        PMPI_Comm_size(c->leaders, &nodeinfo[1]);
+    }
+    PMPI_Bcast(nodeinfo, 2, MPI_INT, 0, c->node);
+    mine[0] = nodeinfo[0];
+    c->nnodes = nodeinfo[1];
+
+    /* 3. where every rank is */
+    int *pairs = malloc(2 * sizeof(int) * (size_t)c->size);
+    c->node_of = malloc(sizeof(int) * (size_t)c->size);
+    c->lrank_of = malloc(sizeof(int) * (size_t)c->size);
+    int have = pairs && c->node_of && c->lrank_of;
+    int have_all;
+    PMPI_Allreduce(&have, &have_all, 1, MPI_INT, MPI_MIN, comm);
+    if (have_all) {
+        PMPI_Allgather(mine, 2, MPI_INT, pairs, 2, MPI_INT, comm);
+        for (int r = 0; r < c->size; r++) {
+            c->node_of[r] = pairs[2 * r];
+            c->lrank_of[r] = pairs[2 * r + 1];
+        }
+    } else {
+        failed = 1;
+    }
+    free(pairs);
+
+    /* 4. the node's team (the node exchange keeps every member in step even
+     * when this member's configuration is bad: it reports, everyone fails) */
+    if (lsize > 1 && have_all) {
+        numacoll_bootstrap_t bs = {lrank, lsize, node_allgather, &c->node};
+        int rc = numacoll_team_create(&bs, &c->team);
+        if (rc) {
+            failed = 1;
+            c->team = NULL;
+        }
+    }
+
+    /* 5. everyone agrees */
+    int flags[2] = {failed, 0}, all[2];
+    if (c->team) {
+        numacoll_team_info_t in;
+        numacoll_team_info(c->team, &in);
+        flags[1] = in.placement;
+    }
+    PMPI_Allreduce(flags, all, 2, MPI_INT, MPI_MAX, comm);
+    if (all[0]) {
+        c->state = NC_COMM_PMPI;
+        numacoll_team_destroy(c->team);
+        c->team = NULL;
+        if (c->rank == 0)
+            nc_log_info(1, "comm size=%d: set-up failed on some rank; using the MPI library",
+                        c->size);
+        return;
+    }
+    for (int i = 0; i < NC_MPI_NCOLL; i++)
+        c->enabled[i] = 1;
+#define NC_MPI_ENABLE_(e, name, param) c->enabled[NC_MPI_##e] = (int)cfg->v[param].num;
+    NC_MPI_COLL_TABLE(NC_MPI_ENABLE_)
+#undef NC_MPI_ENABLE_
+    c->state = NC_COMM_ACTIVE;
+    if (c->rank == 0) {
+        static const char *pl[] = {"OK", "MISPLACED", "UNKNOWN", "UNCHECKED"};
+        nc_log_info(1, "comm size=%d nodes=%d local=%d tree=%s f=%s s=%s q=%s layout=%s "
+                       "placement=%s",
+                    c->size, c->nnodes, lsize, cfg->v[NC_P_BCAST_TREE].text,
+                    cfg->v[NC_P_BCAST_FRAG_SIZE].text, cfg->v[NC_P_BCAST_QUEUE_LEN].text,
+                    cfg->v[NC_P_BCAST_SETS].text, cfg->v[NC_P_SEG_LAYOUT].text,
+                    pl[all[1] >= 0 && all[1] <= 3 ? all[1] : 3]);
+    }
+}
+
+static void create_keyval(void)
+{
+    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_fn, &keyval, NULL);
+}
+
+nc_mpi_comm_t *nc_mpi_comm_get(MPI_Comm comm, int coll)
+{
+    nc_mpi_comm_t *c = NULL;
+    int flag = 0;
+    if (keyval != MPI_KEYVAL_INVALID) {
+        PMPI_Comm_get_attr(comm, keyval, &c, &flag);
+        if (flag)
+            goto have;
+    }
+    nc_config_t cfg;
+    nc_config_snapshot(&cfg);
+    if (NC_CFG_NUM(&cfg, DISABLE))
+        return NULL;
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, create_keyval);
+    if (keyval == MPI_KEYVAL_INVALID)
+        return NULL;
+    c = calloc(1, sizeof *c);
+    if (!c) {
+        /* A local failure the other ranks cannot see: going to PMPI here while
+         * they set up would deadlock, so stop loudly instead. */
+        nc_log_error("out of memory for a communicator's state");
+        PMPI_Abort(comm, 1);
+    }
+    c->comm = comm;
+    c->node = c->leaders = MPI_COMM_NULL;
+    int inter = 0;
+    PMPI_Comm_test_inter(comm, &inter);
+    if (!inter) {
+        PMPI_Comm_rank(comm, &c->rank);
+        PMPI_Comm_size(comm, &c->size);
+    }
+    c->state = inter || c->size < 2 ? NC_COMM_PMPI : NC_COMM_PENDING;
+    PMPI_Comm_set_attr(comm, keyval, c);
+    pthread_mutex_lock(&lock);
+    c->next = live;
+    if (live)
+        live->prev = c;
+    live = c;
+    pthread_mutex_unlock(&lock);
+have:
+    if (c->state == NC_COMM_PENDING) {
+        nc_config_t now;
+        int rc = nc_config_snapshot(&now);
+        if (NC_CFG_NUM(&now, DISABLE))
+            return NULL;
+        if (c->calls++ < (unsigned)NC_CFG_NUM(&now, COMM_MIN_CALLS))
+            return NULL;
+        setup(c, &now, rc);
+    }
+    return c->state == NC_COMM_ACTIVE && c->enabled[coll] ? c : NULL;
+}
+
+int nc_mpi_error(MPI_Comm comm, int nc_err, const char *what)
+{
+    int code = nc_err == NUMACOLL_ERR_TRUNCATE ? MPI_ERR_TRUNCATE
+               : nc_err == NUMACOLL_ERR_INVAL  ? MPI_ERR_ARG
+                                               : MPI_ERR_OTHER;
+    if (nc_err != NUMACOLL_ERR_TRUNCATE)
+        nc_log_error("%s: %s", what, numacoll_strerror(nc_err));
+    PMPI_Comm_call_errhandler(comm, code);
+    return code;
+}
+
+/* ---- queries -------------------------------------------------------------------- */
+
+NUMACOLL_API int numacoll_mpi_comm_active(MPI_Comm comm)
+{
+    nc_mpi_comm_t *c = NULL;
+    int flag = 0;
+    if (keyval == MPI_KEYVAL_INVALID)
+        return 0;
+    PMPI_Comm_get_attr(comm, keyval, &c, &flag);
+    return flag && c->state == NC_COMM_ACTIVE;
+}
+
+NUMACOLL_API numacoll_team_t *numacoll_mpi_comm_team(MPI_Comm comm)
+{
+    nc_mpi_comm_t *c = NULL;
+    int flag = 0;
+    if (keyval == MPI_KEYVAL_INVALID)
+        return NULL;
+    PMPI_Comm_get_attr(comm, keyval, &c, &flag);
+    return flag && c->state == NC_COMM_ACTIVE ? c->team : NULL;
+}
+
+NUMACOLL_API int numacoll_mpi_stats(numacoll_mpi_stats_t *s)
+{
+    if (!s)
+        return NUMACOLL_ERR_INVAL;
+    for (int i = 0; i < NC_MPI_NCOLL; i++) {
+        s->calls_numacoll[i] = atomic_load_explicit(&stat_calls[1][i], memory_order_relaxed);
+        s->bytes_numacoll[i] = atomic_load_explicit(&stat_bytes[1][i], memory_order_relaxed);
+        s->calls_pmpi[i] = atomic_load_explicit(&stat_calls[0][i], memory_order_relaxed);
+        s->bytes_pmpi[i] = atomic_load_explicit(&stat_bytes[0][i], memory_order_relaxed);
+    }
+    return 0;
+}
+
+/* ---- MPI_Finalize ------------------------------------------------------------------ */
+
+static void print_stats(void)
+{
+    MPI_Comm node;
+    int lrank, lsize;
+    PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    PMPI_Comm_rank(node, &lrank);
+    PMPI_Comm_size(node, &lsize);
+    numacoll_mpi_stats_t s, sum;
+    numacoll_mpi_stats(&s);
+    PMPI_Reduce(&s, &sum, (int)(sizeof s / sizeof(unsigned long long)), MPI_UNSIGNED_LONG_LONG,
+                MPI_SUM, 0, node);
+    if (lrank == 0) {
+        static const char *names[] = {
+#define NC_MPI_NAME_(e, name, param) name,
+            NC_MPI_COLL_TABLE(NC_MPI_NAME_)
+#undef NC_MPI_NAME_
+        };
+        char host[64] = "?", line[1024];
+        gethostname(host, sizeof host);
+        int n = snprintf(line, sizeof line, "numacoll stats: node %s (%d ranks):", host, lsize);
+        for (int i = 0; i < NC_MPI_NCOLL && n > 0 && (size_t)n < sizeof line; i++)
+            n += snprintf(line + n, sizeof line - (size_t)n,
+                          " %s numacoll %llu calls %llu bytes, pmpi %llu calls %llu bytes;",
+                          names[i], sum.calls_numacoll[i], sum.bytes_numacoll[i],
+                          sum.calls_pmpi[i], sum.bytes_pmpi[i]);
+        fprintf(stderr, "%s\n", line);
+    }
+    PMPI_Comm_free(&node);
+}
+
+NUMACOLL_API int MPI_Finalize(void)
+{
+    nc_config_t cfg;
+    nc_config_snapshot(&cfg);
+    if (NC_CFG_NUM(&cfg, STATS))
+        print_stats();
+    /* Delete our attribute from every communicator still alive: the delete
+     * callback frees segments' mappings, sub-communicators and memory. */
+    for (;;) {
+        pthread_mutex_lock(&lock);
+        nc_mpi_comm_t *c = live;
+        pthread_mutex_unlock(&lock);
+        if (!c)
+            break;
+        PMPI_Comm_delete_attr(c->comm, keyval); /* unlinks c from the list */
+    }
+    if (keyval != MPI_KEYVAL_INVALID)
+        PMPI_Comm_free_keyval(&keyval);
+    return PMPI_Finalize();
+}

@@ -1,0 +1,196 @@
+/*
+ * MPI layer: communicator life cycle (1000 create/free with no growth of
+ * /dev/shm entries, mappings or fds), MPI_Barrier correctness through shared
+ * memory (nobody leaves barrier k before everyone entered it), and
+ * MPI_THREAD_MULTIPLE with collectives on different communicators from
+ * different threads.
+ *
+ * Usage: test_mpi_misc commloop [N]|barrier|threads
+ */
+#include <dirent.h>
+#include <mpi.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "numacoll_mpi.h"
+
+static int wrank, wsize, failures;
+#define CHECK(c, ...) do { if (!(c)) { fprintf(stderr, "[rank %d] FAIL %s:%d: ", wrank, __FILE__, __LINE__); \
+    fprintf(stderr, __VA_ARGS__); fprintf(stderr, "\n"); failures++; } } while (0)
+
+static int count_dir(const char *path, const char *prefix)
+{
+    DIR *d = opendir(path);
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)))
+        n += !prefix || !strncmp(e->d_name, prefix, strlen(prefix));
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static int count_maps(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    int n = 0, c;
+    while (f && (c = fgetc(f)) != EOF)
+        n += c == '\n';
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static void commloop(int ncomms)
+{
+    char buf[256];
+    /* One round first so every lazily created MPI resource exists. */
+    for (int i = 0; i < 3; i++) {
+        MPI_Comm c;
+        MPI_Comm_dup(MPI_COMM_WORLD, &c);
+        MPI_Bcast(buf, sizeof buf, MPI_CHAR, 0, c);
+        MPI_Comm_free(&c);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    int fds = count_dir("/proc/self/fd", NULL), maps = count_maps();
+    for (int i = 0; i < ncomms; i++) {
+        MPI_Comm c;
+        if (i % 2)
+            MPI_Comm_dup(MPI_COMM_WORLD, &c);
+        else
+            MPI_Comm_split(MPI_COMM_WORLD, 0, wsize - wrank, &c);
+        int root = i % wsize, crank;
+        MPI_Comm_rank(c, &crank);
+        memset(buf, crank == root ? i & 0x7f : 0, sizeof buf);
+        MPI_Bcast(buf, sizeof buf, MPI_CHAR, root, c);
+        if (buf[100] != (i & 0x7f))
+            CHECK(0, "comm %d: wrong data", i);
+        if (i == ncomms / 2)
+            CHECK(numacoll_mpi_comm_active(c) == (wsize > 1), "comm %d not active", i);
+        MPI_Comm_free(&c);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    int shm = count_dir("/dev/shm", "numacoll-");
+    CHECK(shm == 0, "%d numacoll entries in /dev/shm", shm);
+    CHECK(count_dir("/proc/self/fd", NULL) == fds, "fds %d -> %d", fds, count_dir("/proc/self/fd", NULL));
+    /* Allow MPI's own slack of a couple of mappings, not one per comm. */
+    int m = count_maps();
+    CHECK(m <= maps + 4, "mappings %d -> %d after %d communicators", maps, m, ncomms);
+    if (wrank == 0)
+        printf("commloop: %d communicators: fds %d, mappings %d -> %d, /dev/shm %d\n", ncomms, fds,
+               maps, m, shm);
+}
+
+static void barrier_test(void)
+{
+    /* The entry counters live in an MPI shared window on the node. */
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int nrank, nsize;
+    MPI_Comm_rank(node, &nrank);
+    MPI_Comm_size(node, &nsize);
+    MPI_Win win;
+    _Atomic unsigned *base;
+    MPI_Win_allocate_shared(nrank == 0 ? 64 * sizeof(unsigned) * (size_t)nsize : 0, sizeof(unsigned),
+                            MPI_INFO_NULL, node, &base, &win);
+    MPI_Aint sz;
+    int du;
+    MPI_Win_shared_query(win, 0, &sz, &du, &base);
+    if (nrank == 0)
+        memset((void *)base, 0, 64 * sizeof(unsigned) * (size_t)nsize);
+    MPI_Barrier(MPI_COMM_WORLD);
+    int iters = wsize <= 2 ? 20000 : 2000;
+    for (unsigned k = 1; k <= (unsigned)iters; k++) {
+        atomic_store_explicit(&base[nrank * 16], k, memory_order_relaxed);
+        MPI_Barrier(MPI_COMM_WORLD);
+        for (int j = 0; j < nsize; j++)
+            if (atomic_load_explicit(&base[j * 16], memory_order_relaxed) < k) {
+                CHECK(0, "left barrier %u before node rank %d entered", k, j);
+                k = (unsigned)iters;
+                break;
+            }
+    }
+    numacoll_mpi_stats_t s;
+    numacoll_mpi_stats(&s);
+    if (wsize > 1)
+        CHECK(s.calls_numacoll[NUMACOLL_MPI_BARRIER] >= (unsigned)iters, "barriers handled by numacoll: %llu",
+              s.calls_numacoll[NUMACOLL_MPI_BARRIER]);
+    MPI_Win_free(&win);
+    MPI_Comm_free(&node);
+    if (wrank == 0)
+        printf("barrier: %d barriers checked\n", iters);
+}
+
+typedef struct targ {
+    MPI_Comm comm;
+    int id;
+} targ_t;
+
+static void *thread_body(void *p)
+{
+    targ_t *a = p;
+    char buf[100000];
+    for (int i = 0; i < 200; i++) {
+        int root = (i + a->id) % wsize;
+        memset(buf, wrank == root ? (i * 3 + a->id) & 0x7f : 0, sizeof buf);
+        MPI_Bcast(buf, (int)(i % 7 == 0 ? sizeof buf : 1000), MPI_CHAR, root, a->comm);
+        if (buf[999] != ((i * 3 + a->id) & 0x7f))
+            CHECK(0, "thread %d iteration %d: wrong data", a->id, i);
+        if (i % 10 == 0)
+            MPI_Barrier(a->comm);
+    }
+    return NULL;
+}
+
+static void threads_test(void)
+{
+    enum { T = 3 };
+    pthread_t th[T];
+    targ_t args[T];
+    for (int i = 0; i < T; i++) {
+        MPI_Comm_dup(MPI_COMM_WORLD, &args[i].comm);
+        args[i].id = i;
+    }
+    for (int i = 0; i < T; i++)
+        pthread_create(&th[i], NULL, thread_body, &args[i]);
+    for (int i = 0; i < T; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < T; i++)
+        MPI_Comm_free(&args[i].comm);
+    if (wrank == 0)
+        printf("threads: %d threads x 200 bcasts on their own communicators\n", T);
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+    if (!strcmp(mode, "commloop"))
+        commloop(argc > 2 ? atoi(argv[2]) : 1000);
+    else if (!strcmp(mode, "barrier"))
+        barrier_test();
+    else if (!strcmp(mode, "threads")) {
+        if (provided < MPI_THREAD_MULTIPLE) {
+            if (wrank == 0)
+                printf("MPI_THREAD_MULTIPLE not provided (%d): skipped\n", provided);
+            MPI_Finalize();
+            return 77;
+        }
+        threads_test();
+    } else {
+        fprintf(stderr, "usage: test_mpi_misc commloop|barrier|threads\n");
+        failures = 1;
+    }
+    int all;
+    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (wrank == 0)
+        printf("test_mpi_misc %s p=%d: %s\n", mode, wsize, all ? "FAILED" : "PASSED");
+    MPI_Finalize();
+    return all ? 1 : 0;
+}
