@@ -38,7 +38,7 @@ build-asan: deps
 # tests run against both libraries; the sanitizer build runs everything that is
 # not MPI (Open MPI's own leaks would drown the report).
 test-core: build
-	@scripts/install-deps.sh guest
+	@scripts/install-deps.sh test guest
 	cd build && $(CTEST) $(CTESTFLAGS) -LE mpi
 
 test-openmpi: build

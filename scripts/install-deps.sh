@@ -8,7 +8,8 @@ want=(build-essential cmake pkg-config libhwloc-dev hwloc libnuma-dev numactl
       openmpi-bin libopenmpi-dev mpich libmpich-dev)
 for what in "$@"; do
     case "$what" in
-    build|test) ;;
+    build) ;;
+    test) want+=(python3-matplotlib) ;;
     bench) want+=(python3 python3-matplotlib) ;;
     guest) want+=(qemu-system-x86 busybox-static cpio) ;;
     *) echo "install-deps: unknown set '$what' (valid: build test bench guest)" >&2; exit 2 ;;
