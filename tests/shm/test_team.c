@@ -196,7 +196,9 @@ static int body_leak(int rank, int p, const char *name, void *arg)
         numacoll_team_destroy(t);
     }
     CHECK(count_dir("/proc/self/fd") == fds, "fds grew from %d to %d", fds, count_dir("/proc/self/fd"));
-    CHECK(count_maps() == maps, "mappings grew from %d to %d", maps, count_maps());
+    /* A leak would add one mapping per team (300); allow the allocator's own
+     * (ASan's, glibc's arenas) few. */
+    CHECK(count_maps() <= maps + 8, "mappings grew from %d to %d", maps, count_maps());
     numacoll_bootstrap_named_free(bs);
     return 0;
 }
