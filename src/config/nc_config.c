@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "common/nc_common.h"
+#include "config/nc_tunefile.h"
 #include "tree/nc_tree.h"
 
 static const nc_param_desc_t params[NC_PARAM_COUNT] = {
@@ -195,6 +196,8 @@ static void load_locked(void)
             }
         }
     }
+    /* Tune file for this node's core count, only over defaults: env wins. */
+    nc_tunefile_apply(&global, 0);
     if (!global_err && nc_config_check(&global, err, sizeof err)) {
         global_err = NUMACOLL_ERR_TUNABLE;
         snprintf(global_errmsg, sizeof global_errmsg, "%s", err);

@@ -16,7 +16,15 @@
 typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
 
 /* Barrier rows live in their own list so the barrier module owns them. */
-#define NC_PARAM_TABLE_BARRIER(X)
+#define NC_PARAM_TABLE_BARRIER(X)                                                              \
+    X(BARRIER_ALG, NC_PT_ENUM, "dissemination", 0, 0,                                          \
+      "rearranged|padded|dissemination|central", "",                                            \
+      "Barrier: tree with children's arrival bytes packed in the parent's line (rearranged), "  \
+      "tree with one line per flag (padded), dissemination, or a central counter.")            \
+    X(BARRIER_TREE, NC_PT_TREE, "kary:8", 0, 0, NULL, "",                                       \
+      "Gather tree of the rearranged and padded barriers: kary:K, knomial:K, flat or chain.")  \
+    X(BARRIER_NUMA, NC_PT_INT, "1", 0, 1, NULL, "bool",                                         \
+      "1: tree barriers gather each NUMA node to its leader, then the leaders; 0: one tree.")
 
 /* X(NAME, type, default, min, max, choices, unit, doc) */
 #define NC_PARAM_TABLE(X)                                                                      \

@@ -22,13 +22,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config/nc_tunefile.h"
 #include "topo/nc_topo.h"
 
 uint32_t nc_test_seq0;
 
 /* The configuration values every member must agree on, in table order. */
 static const int agreed[] = {NC_P_BCAST_FRAG_SIZE, NC_P_BCAST_QUEUE_LEN, NC_P_BCAST_SETS,
-                             NC_P_BCAST_TREE, NC_P_SEG_LAYOUT};
+                             NC_P_BCAST_TREE,      NC_P_SEG_LAYOUT,      NC_P_BARRIER_ALG,
+                             NC_P_BARRIER_TREE,    NC_P_BARRIER_NUMA};
 #define NC_NAGREED ((int)NC_ARRAY_SIZE(agreed))
 
 typedef struct rec1 {
@@ -151,6 +153,8 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     nc_layout_t layout;
     char err[256];
     int cfgrc = nc_config_snapshot(&cfg);
+    if (!cfgrc)
+        nc_tunefile_apply(&cfg, p); /* the tune file's section for a team of p */
     if (!cfgrc && (cfgrc = nc_config_check(&cfg, err, sizeof err)))
         nc_log_error("%s", err);
     if (!rc)
@@ -263,12 +267,12 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
                 t->placement = NUMACOLL_PLACEMENT_UNKNOWN;
         } else if (!r2[i].checked && t->placement != NUMACOLL_PLACEMENT_MISPLACED) {
             t->placement = NUMACOLL_PLACEMENT_UNCHECKED;
-            snprintf(t->placement_detail, sizeof t->placement_detail, "member %d: %s", i,
+            snprintf(t->placement_detail, sizeof t->placement_detail, "member %d: %.120s", i,
                      r2[i].detail);
         }
         if (r2[i].misplaced && t->placement != NUMACOLL_PLACEMENT_MISPLACED) {
             t->placement = NUMACOLL_PLACEMENT_MISPLACED;
-            snprintf(t->placement_detail, sizeof t->placement_detail, "member %d: %s", i,
+            snprintf(t->placement_detail, sizeof t->placement_detail, "member %d: %.120s", i,
                      r2[i].detail);
         }
     }

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# make bench: numacoll's broadcast (1 B .. 16 MiB, and 0) and barrier against the MPI
+# library's own, on this machine, with p = number of cores and p = 4 (oversubscribed
+# when the machine has fewer cores), for Open MPI and for MPICH when it is built.
+# Prints each table and a summary; writes bench/results/<mpi>-p<p>.{txt,csv,png} and
+# bench/results/summary.txt. See bench/README.md.
+#
+# Environment:
+#   NUMACOLL_BUILD_DIR        Open MPI build tree (default: build)
+#   NUMACOLL_BUILD_DIR_MPICH  MPICH build tree (default: build-mpich)
+#   NUMACOLL_BENCH_OUT        results directory (default: bench/results)
+#   NUMACOLL_BENCH_TIME       seconds of timed calls per implementation and size (0.1)
+#   NUMACOLL_BENCH_RUNS       runs; 3 or more drop the min and max of t_max (3; the paper: 5)
+#   NUMACOLL_BENCH_NPS        process counts (default: "$(nproc) 4")
+#   NUMACOLL_BENCH_MPIS       which libraries (default: "openmpi mpich")
+# Extra arguments go to every numacoll-bench run (e.g. --impl native,numacoll,flat=numacoll:tree=flat).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+top=$(dirname "$here")
+out=${NUMACOLL_BENCH_OUT:-$here/results}
+tps=${NUMACOLL_BENCH_TIME:-0.1}
+runs=${NUMACOLL_BENCH_RUNS:-3}
+cores=$(nproc)
+nps=${NUMACOLL_BENCH_NPS:-$(printf '%s\n' "$cores" 4 | sort -nu | tr '\n' ' ')}
+mpis=${NUMACOLL_BENCH_MPIS:-openmpi mpich}
+# Debian's python3-matplotlib belongs to /usr/bin/python3 (not to a pyenv/venv python3)
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+export NUMACOLL_BENCH_PYTHON=$py
+
+mkdir -p "$out"
+start=$SECONDS
+csvs=()
+for mpi in $mpis; do
+    case $mpi in
+    openmpi) build=${NUMACOLL_BUILD_DIR:-$top/build}; launcher=mpirun.openmpi ;;
+    mpich)   build=${NUMACOLL_BUILD_DIR_MPICH:-$top/build-mpich}; launcher=mpiexec.mpich ;;
+    *) echo "bench: unknown MPI '$mpi' (valid: openmpi mpich)" >&2; exit 2 ;;
+    esac
+    exe=$build/bin/numacoll-bench
+    if [ ! -x "$exe" ] || ! command -v "$launcher" >/dev/null; then
+        echo "bench: skipping $mpi ($exe or $launcher missing)"
+        continue
+    fi
+    for np in $nps; do
+        # One rank per core is how users run: bind when the ranks fit. With more ranks
+        # than cores, leave them unbound (Open MPI's own choice when oversubscribed) so
+        # the scheduler can spread them.
+        if [ "$mpi" = openmpi ]; then
+            flags=(-n "$np")
+            [ "$(id -u)" -eq 0 ] && flags+=(--allow-run-as-root)
+            if [ "$np" -le "$cores" ]; then
+                flags+=(--bind-to core --map-by core)
+            else
+                flags+=(--oversubscribe --bind-to none)
+            fi
+        else
+            flags=(-n "$np")
+            [ "$np" -le "$cores" ] && flags+=(-bind-to core)
+        fi
+        name=$mpi-p$np
+        echo "== $name: $launcher ${flags[*]} $exe"
+        rc=0
+        timeout 240 "$launcher" "${flags[@]}" "$exe" -c bcast,barrier -m 0:24 --off-cache \
+            --iter 5000,250 --time-per-size "$tps" --runs "$runs" \
+            --csv "$out/$name.csv" --plot "$out/$name.png" "$@" \
+            > "$out/$name.txt" || rc=$?
+        cat "$out/$name.txt"
+        case $rc in
+        0) csvs+=("$out/$name.csv") ;;
+        3) csvs+=("$out/$name.csv"); echo "bench: $name: the plot failed (see above)" ;;
+        124) echo "bench: $name: timed out after 240 s" ;;
+        *) echo "bench: $name: numacoll-bench failed (exit $rc)" ;;
+        esac
+        echo
+    done
+done
+
+if [ ${#csvs[@]} -eq 0 ]; then
+    echo "bench: nothing was measured" >&2
+    exit 1
+fi
+echo "== summary (also in $out/summary.txt)"
+"$py" "$here/plot.py" --summary "${csvs[@]}" | tee "$out/summary.txt"
+echo
+echo "bench: results in $out ($((SECONDS - start)) s)"

@@ -1,0 +1,770 @@
+/*
+ * numacoll-bench command line: everything is parsed and checked before MPI_Init,
+ * so a bad option costs one line on stderr and no mpirun start-up. The numacoll
+ * tunables of every configuration are checked by numacoll itself
+ * (numacoll_param_set, then restored), with the same messages a user of the
+ * environment variables gets.
+ */
+#include "nc_bench.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "numacoll.h"
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+void nc_bench_usage(FILE *out)
+{
+    fputs(
+"usage: mpirun -n P numacoll-bench [options]\n"
+"Measures, interleaved size by size in one run, the MPI library's own collective\n"
+"(native: PMPI_*) and numacoll's (MPI_* through libnumacoll-mpi), next to one core's\n"
+"memcpy of the same bytes and the one-way latency of a cache-line flag.\n"
+"\n"
+"What to measure\n"
+"  -c, --collective LIST   bcast, barrier or bcast,barrier (default bcast)\n"
+"  -m, --msglog A:B        sizes 0 and 2^A..2^B bytes (default 0:20), like IMB -msglog\n"
+"  -m LIST                 explicit sizes, e.g. 0,8,1K,64K,1M (K, M, G: powers of 1024)\n"
+"      --no-zero           leave size 0 out of an A:B range\n"
+"      --impl LIST         implementations (default native,numacoll); repeatable:\n"
+"                            native                 PMPI_Bcast / PMPI_Barrier\n"
+"                            numacoll               MPI_* with numacoll's defaults\n"
+"                            numacoll:K=V,K=V...    with these tunables\n"
+"                            LABEL=numacoll:K=V...  the same, named LABEL in the output\n"
+"                          K: tree (kary:K|knomial:K|flat|chain), s (queue length),\n"
+"                          q (sets), f (fragment bytes), layout (paper|compact),\n"
+"                          barrier.alg (rearranged|padded|dissemination|central),\n"
+"                          barrier.tree, barrier.numa, or any NUMACOLL_* tunable\n"
+"      --sweep K=V1,V2...  one numacoll configuration per value, named numacoll:K=V\n"
+"                          (added to --impl; without --impl: native plus the sweep)\n"
+"      --sweep-base K=V,.. tunables every configuration of the sweep also gets\n"
+"      --no-limits         skip the memcpy and flag references\n"
+"\n"
+"How (the methodology of IMB and of the paper)\n"
+"      --iter R[,V]        at most R timed calls per size, and at most V MiB moved\n"
+"                          (default 5000,250: the paper's -iter 5000,250)\n"
+"      --time-per-size S   at most about S seconds of calls (with the barriers between\n"
+"                          them) per implementation, size and run (default 1); never\n"
+"                          fewer than min(5, R) calls\n"
+"      --warmup W          untimed calls before timing (default 10; at least 2 in the\n"
+"                          first run, which size the iteration count; at most a quarter\n"
+"                          of the time per size)\n"
+"      --off-cache[=MIB]   each call uses the next buffer of a pool of at least twice\n"
+"                          the last-level cache per rank (MIB: the cache size to assume;\n"
+"                          default: hwloc's LLC); without it one buffer stays in cache\n"
+"      --root R            root of the broadcast (default 0)\n"
+"      --root-shift        the root rotates over all ranks, call by call\n"
+"      --runs N            repeat everything N times; with N >= 3 the runs with the\n"
+"                          smallest and largest t_max are dropped, the rest averaged\n"
+"      --verify-each       check the data after every call instead of after the timing\n"
+"                          (refills the root's buffer: for correctness, not for speed)\n"
+"\n"
+"Output\n"
+"      --stat min|avg|max  which time the ratios and the summary use (default max)\n"
+"      --csv FILE          collective,impl,p,bytes,iterations,t_min_us,t_avg_us,t_max_us\n"
+"                          (FILE '-': CSV on stdout instead of the table)\n"
+"      --plot FILE.png     latency and ratio vs size (runs bench/plot.py, matplotlib)\n"
+"  -q, --quiet             no progress lines on stderr\n"
+"      --dry-run           print the plan and exit (no MPI needed)\n"
+"      --np P              with --dry-run or --fake-timings: the number of ranks\n"
+"      --fake-timings      testing: run the whole report on made-up times, no MPI\n"
+"  -h, --help, --version\n",
+        out);
+}
+
+const char *nc_bench_coll_name(enum nc_bench_coll c)
+{
+    return c == NC_BENCH_BCAST ? "bcast" : "barrier";
+}
+
+const char *nc_bench_stat_name(enum nc_bench_stat s)
+{
+    return s == NC_STAT_MIN ? "min" : s == NC_STAT_AVG ? "avg" : "max";
+}
+
+/* "8", "64K", "1M", "2G" (powers of 1024). */
+int nc_bench_parse_size(const char *s, size_t *out)
+{
+    char *end;
+    if (!s || !isdigit((unsigned char)*s))
+        return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno)
+        return -1;
+    unsigned shift = 0;
+    if (*end == 'K' || *end == 'k')
+        shift = 10, end++;
+    else if (*end == 'M' || *end == 'm')
+        shift = 20, end++;
+    else if (*end == 'G' || *end == 'g')
+        shift = 30, end++;
+    if (*end == 'i' && shift)
+        end++;
+    if (*end == 'B' || (*end == 'b' && shift))
+        end++;
+    if (*end || v > (1ULL << 40) >> shift)
+        return -1;
+    *out = (size_t)(v << shift);
+    return 0;
+}
+
+void nc_bench_format_size(size_t b, char *buf, size_t len)
+{
+    if (b >= (1u << 30) && b % (1u << 30) == 0)
+        snprintf(buf, len, "%zu GiB", b >> 30);
+    else if (b >= (1u << 20) && b % (1u << 20) == 0)
+        snprintf(buf, len, "%zu MiB", b >> 20);
+    else if (b >= 1024 && b % 1024 == 0)
+        snprintf(buf, len, "%zu KiB", b >> 10);
+    else
+        snprintf(buf, len, "%zu B", b);
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    if (!s || !*s)
+        return -1;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_double(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    if (!s || !*s)
+        return -1;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || !(v >= lo && v <= hi))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int parse_sizes(struct nc_bench_opts *o, int zero, char *err, size_t errlen)
+{
+    const char *t = o->sizes_text;
+    o->nsizes = 0;
+    if (strchr(t, ':')) {
+        long a, b;
+        char lo[32], hi[32];
+        const char *c = strchr(t, ':');
+        if ((size_t)(c - t) >= sizeof lo || strlen(c + 1) >= sizeof hi)
+            return fail(err, errlen, "-m: \"%s\" is not A:B", t);
+        memcpy(lo, t, (size_t)(c - t));
+        lo[c - t] = '\0';
+        strcpy(hi, c + 1);
+        if (parse_long(lo, 0, 30, &a) || parse_long(hi, 0, 30, &b) || a > b)
+            return fail(err, errlen,
+                        "-m: \"%s\" is not A:B with 0 <= A <= B <= 30 (sizes 2^A..2^B bytes)", t);
+        if (zero)
+            o->sizes[o->nsizes++] = 0;
+        for (long k = a; k <= b; k++)
+            o->sizes[o->nsizes++] = (size_t)1 << k;
+        return 0;
+    }
+    char buf[1024];
+    if (strlen(t) >= sizeof buf)
+        return fail(err, errlen, "-m: list too long");
+    strcpy(buf, t);
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        size_t v;
+        if (nc_bench_parse_size(tok, &v) || v > ((size_t)1 << 30))
+            return fail(err, errlen,
+                        "-m: \"%s\" is not a size (bytes, or with K, M, G; at most 1G)", tok);
+        if (o->nsizes == NC_BENCH_MAX_SIZES)
+            return fail(err, errlen, "-m: more than %d sizes", NC_BENCH_MAX_SIZES);
+        o->sizes[o->nsizes++] = v;
+    }
+    if (!o->nsizes)
+        return fail(err, errlen, "-m: no size given");
+    qsort(o->sizes, (size_t)o->nsizes, sizeof o->sizes[0], cmp_size);
+    int n = 0;
+    for (int i = 0; i < o->nsizes; i++)
+        if (!n || o->sizes[n - 1] != o->sizes[i])
+            o->sizes[n++] = o->sizes[i];
+    o->nsizes = n;
+    return 0;
+}
+
+/* ---- implementations and their tunables ----------------------------------------- */
+
+static const struct { const char *key, *name; } short_keys[] = {
+    {"tree", "NUMACOLL_BCAST_TREE"},      {"s", "NUMACOLL_BCAST_QUEUE_LEN"},
+    {"q", "NUMACOLL_BCAST_SETS"},         {"f", "NUMACOLL_BCAST_FRAG_SIZE"},
+    {"layout", "NUMACOLL_SEG_LAYOUT"},    {"barrier.alg", "NUMACOLL_BARRIER_ALG"},
+    {"barrier.tree", "NUMACOLL_BARRIER_TREE"}, {"barrier.numa", "NUMACOLL_BARRIER_NUMA"},
+};
+
+static int add_param(struct nc_bench_impl *im, const char *kv, const char *what, char *err,
+                     size_t errlen)
+{
+    const char *eq = strchr(kv, '=');
+    if (!eq || eq == kv || !eq[1])
+        return fail(err, errlen, "%s: \"%s\" is not KEY=VALUE", what, kv);
+    if (im->nparams == NC_BENCH_MAX_PARAMS)
+        return fail(err, errlen, "%s: more than %d tunables in one configuration", what,
+                    NC_BENCH_MAX_PARAMS);
+    struct nc_bench_param *p = &im->params[im->nparams];
+    size_t kl = (size_t)(eq - kv);
+    if (kl >= sizeof p->key || strlen(eq + 1) >= sizeof p->value)
+        return fail(err, errlen, "%s: \"%s\" is too long", what, kv);
+    memcpy(p->key, kv, kl);
+    p->key[kl] = '\0';
+    strcpy(p->value, eq + 1);
+    p->name[0] = '\0';
+    for (size_t i = 0; i < sizeof short_keys / sizeof short_keys[0]; i++)
+        if (!strcmp(p->key, short_keys[i].key))
+            snprintf(p->name, sizeof p->name, "%s", short_keys[i].name);
+    if (!p->name[0] && !strncmp(p->key, "NUMACOLL_", 9))
+        memcpy(p->name, p->key, sizeof p->name); /* both 64 bytes */
+    char val[128];
+    if (!p->name[0] || numacoll_param_get(p->name, val, sizeof val, NULL))
+        return fail(err, errlen,
+                    "%s: unknown tunable \"%s\" (valid: tree, s, q, f, layout, barrier.alg, "
+                    "barrier.tree, barrier.numa, or a NUMACOLL_* name that numacoll-info "
+                    "--params lists)",
+                    what, p->key);
+    for (int i = 0; i < im->nparams; i++)
+        if (!strcmp(im->params[i].name, p->name))
+            return fail(err, errlen, "%s: %s given twice in one configuration", what, p->key);
+    im->nparams++;
+    return 0;
+}
+
+static int is_numacoll_spec(const char *s)
+{
+    return !strcmp(s, "numacoll") || !strncmp(s, "numacoll:", 9);
+}
+
+static int new_impl(struct nc_bench_opts *o, const char *label, const char *spec,
+                    const char *what, char *err, size_t errlen)
+{
+    if (o->nimpl == NC_BENCH_MAX_IMPLS)
+        return fail(err, errlen, "more than %d implementations", NC_BENCH_MAX_IMPLS);
+    if (!*label || strlen(label) >= NC_BENCH_LABEL)
+        return fail(err, errlen, "%s: bad label \"%s\"", what, label);
+    for (const char *c = label; *c; c++)
+        if (isspace((unsigned char)*c) || *c == '"')
+            return fail(err, errlen, "%s: label \"%s\" holds a blank or a quote", what, label);
+    struct nc_bench_impl *im = &o->impl[o->nimpl];
+    memset(im, 0, sizeof *im);
+    snprintf(im->label, sizeof im->label, "%s", label);
+    if (!strcmp(spec, "native")) {
+        im->kind = NC_IMPL_NATIVE;
+    } else {
+        im->kind = NC_IMPL_NUMACOLL;
+        if (spec[8] == ':' && add_param(im, spec + 9, what, err, errlen))
+            return -1;
+    }
+    o->nimpl++;
+    return 0;
+}
+
+static int parse_impls(struct nc_bench_opts *o, const char *list, char *err, size_t errlen)
+{
+    char buf[2048];
+    if (strlen(list) >= sizeof buf)
+        return fail(err, errlen, "--impl: list too long");
+    strcpy(buf, list);
+    int labeled = 0; /* the current configuration has a user label */
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        const char *eq = strchr(tok, '=');
+        if (!strcmp(tok, "native") || is_numacoll_spec(tok)) {
+            if (new_impl(o, tok, tok, "--impl", err, errlen))
+                return -1;
+            labeled = 0;
+        } else if (!strcmp(tok, "memcpy") || !strcmp(tok, "flag")) {
+            return fail(err, errlen,
+                        "--impl: %s is always measured as a reference (--no-limits drops it)", tok);
+        } else if (eq && (!strcmp(eq + 1, "native") || is_numacoll_spec(eq + 1))) {
+            char label[NC_BENCH_LABEL];
+            snprintf(label, sizeof label, "%.*s", (int)(eq - tok), tok);
+            if (new_impl(o, label, eq + 1, "--impl", err, errlen))
+                return -1;
+            labeled = 1;
+        } else if (eq && o->nimpl && o->impl[o->nimpl - 1].kind == NC_IMPL_NUMACOLL &&
+                   o->impl[o->nimpl - 1].nparams) {
+            /* KEY=VALUE continuing numacoll:KEY=VALUE,... */
+            struct nc_bench_impl *im = &o->impl[o->nimpl - 1];
+            if (add_param(im, tok, "--impl", err, errlen))
+                return -1;
+            if (!labeled) {
+                size_t l = strlen(im->label);
+                if (l + 1 + strlen(tok) >= sizeof im->label)
+                    return fail(err, errlen, "--impl: configuration too long");
+                im->label[l] = ',';
+                strcpy(im->label + l + 1, tok);
+            }
+        } else {
+            return fail(err, errlen,
+                        "--impl: \"%s\" is not an implementation (valid: native, numacoll, "
+                        "numacoll:KEY=VALUE,..., LABEL=numacoll:KEY=VALUE,...)",
+                        tok);
+        }
+    }
+    return 0;
+}
+
+static int parse_sweep(struct nc_bench_opts *o, const char *text, const char *base, char *err,
+                       size_t errlen)
+{
+    struct nc_bench_impl b = {0};
+    if (base) {
+        char bb[1024];
+        if (strlen(base) >= sizeof bb)
+            return fail(err, errlen, "--sweep-base: too long");
+        strcpy(bb, base);
+        char *save = NULL;
+        for (char *t = strtok_r(bb, ",", &save); t; t = strtok_r(NULL, ",", &save))
+            if (add_param(&b, t, "--sweep-base", err, errlen))
+                return -1;
+    }
+    const char *eq = strchr(text, '=');
+    if (!eq || eq == text || !eq[1])
+        return fail(err, errlen, "--sweep: \"%s\" is not KEY=V1,V2,...", text);
+    char key[64], buf[2048];
+    if ((size_t)(eq - text) >= sizeof key || strlen(eq + 1) >= sizeof buf)
+        return fail(err, errlen, "--sweep: too long");
+    snprintf(key, sizeof key, "%.*s", (int)(eq - text), text);
+    strcpy(buf, eq + 1);
+    char *save = NULL;
+    int n = 0;
+    for (char *v = strtok_r(buf, ",", &save); v; v = strtok_r(NULL, ",", &save)) {
+        char spec[NC_BENCH_LABEL];
+        if (snprintf(spec, sizeof spec, "numacoll:%s=%s", key, v) >= (int)sizeof spec)
+            return fail(err, errlen, "--sweep: value too long");
+        if (new_impl(o, spec, spec, "--sweep", err, errlen))
+            return -1;
+        struct nc_bench_impl *im = &o->impl[o->nimpl - 1];
+        for (int k = 0; k < b.nparams; k++) {
+            if (!strcmp(b.params[k].name, im->params[0].name))
+                return fail(err, errlen, "--sweep-base sets %s, which --sweep varies",
+                            b.params[k].key);
+            if (im->nparams == NC_BENCH_MAX_PARAMS)
+                return fail(err, errlen, "--sweep-base: too many tunables");
+            im->params[im->nparams++] = b.params[k];
+        }
+        n++;
+    }
+    if (n < 2)
+        return fail(err, errlen, "--sweep: give at least two values");
+    return 0;
+}
+
+/* ---- saved tunables: every configuration starts from what the environment said -- */
+
+static int nsaved;
+static char (*saved_name)[64];
+static char (*saved_value)[128];
+
+int nc_bench_params_save(void)
+{
+    int n = numacoll_param_count();
+    if (saved_name)
+        return 0;
+    saved_name = calloc((size_t)n, sizeof *saved_name);
+    saved_value = calloc((size_t)n, sizeof *saved_value);
+    if (!saved_name || !saved_value)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        const char *name = NULL;
+        if (numacoll_param_describe(i, &name, NULL, NULL, NULL) || !name)
+            continue;
+        /* describe() gives the name without the NUMACOLL_ prefix */
+        snprintf(saved_name[nsaved], sizeof saved_name[0], "%s%s",
+                 strncmp(name, "NUMACOLL_", 9) ? "NUMACOLL_" : "", name);
+        if (numacoll_param_get(saved_name[nsaved], saved_value[nsaved], sizeof saved_value[0],
+                               NULL) == 0)
+            nsaved++;
+    }
+    return 0;
+}
+
+void nc_bench_params_restore(void)
+{
+    for (int i = 0; i < nsaved; i++)
+        numacoll_param_set(saved_name[i], saved_value[i]);
+}
+
+int nc_bench_params_apply(const struct nc_bench_impl *im, char *err, size_t errlen)
+{
+    nc_bench_params_restore();
+    /* a benchmark communicator is set up on its first call, whatever the environment says */
+    numacoll_param_set("NUMACOLL_COMM_MIN_CALLS", "0");
+    for (int i = 0; i < im->nparams; i++) {
+        const struct nc_bench_param *p = &im->params[i];
+        if (numacoll_param_set(p->name, p->value))
+            return fail(err, errlen, "%s: invalid value \"%s\" for %s (%s)", im->label,
+                        p->value, p->key, p->name);
+    }
+    return 0;
+}
+
+/* ---- the command line ---------------------------------------------------------- */
+
+int nc_bench_opts_parse(int argc, char **argv, struct nc_bench_opts *o, char *err, size_t errlen)
+{
+    memset(o, 0, sizeof *o);
+    o->ncoll = 1;
+    o->coll[0] = NC_BENCH_BCAST;
+    o->sizes_text = "0:20";
+    o->iter_max = 5000;
+    o->iter_vol_mib = 250;
+    o->warmup = 10;
+    o->time_per_size = 1.0;
+    o->runs = 1;
+    o->limits = 1;
+    o->stat = NC_STAT_MAX;
+    int zero = 1;
+    const char *impl_lists[32];
+    int nimpl_lists = 0;
+
+    for (int i = 1; i < argc; i++) {
+        char name[64];
+        const char *a = argv[i], *val = NULL;
+        const char *eq = strncmp(a, "--", 2) ? NULL : strchr(a, '=');
+        if (eq) {
+            snprintf(name, sizeof name, "%.*s", (int)(eq - a), a);
+            val = eq + 1;
+        } else {
+            snprintf(name, sizeof name, "%s", a);
+        }
+#define IS(s) (!strcmp(name, s))
+#define NEED()                                                                         \
+    do {                                                                               \
+        if (!val) {                                                                    \
+            if (i + 1 >= argc)                                                         \
+                return fail(err, errlen, "%s needs a value", name);                    \
+            val = argv[++i];                                                           \
+        }                                                                              \
+    } while (0)
+#define NOVAL()                                                                        \
+    do {                                                                               \
+        if (val)                                                                       \
+            return fail(err, errlen, "%s takes no value", name);                       \
+    } while (0)
+        if (IS("-h") || IS("--help")) {
+            o->help = 1;
+        } else if (IS("--version")) {
+            o->version = 1;
+        } else if (IS("-c") || IS("--collective")) {
+            NEED();
+            char buf[128];
+            snprintf(buf, sizeof buf, "%s", val);
+            o->ncoll = 0;
+            char *save = NULL;
+            for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                enum nc_bench_coll c;
+                if (!strcmp(t, "bcast"))
+                    c = NC_BENCH_BCAST;
+                else if (!strcmp(t, "barrier"))
+                    c = NC_BENCH_BARRIER;
+                else
+                    return fail(err, errlen,
+                                "--collective: unknown collective \"%s\" (valid: bcast, barrier)", t);
+                for (int k = 0; k < o->ncoll; k++)
+                    if (o->coll[k] == c)
+                        return fail(err, errlen, "--collective: %s given twice", t);
+                o->coll[o->ncoll++] = c;
+            }
+            if (!o->ncoll)
+                return fail(err, errlen, "--collective: no collective given");
+        } else if (IS("-m") || IS("--msglog")) {
+            NEED();
+            o->sizes_text = val;
+        } else if (IS("--no-zero")) {
+            NOVAL();
+            zero = 0;
+        } else if (IS("--iter")) {
+            NEED();
+            char buf[64];
+            snprintf(buf, sizeof buf, "%s", val);
+            char *c = strchr(buf, ',');
+            if (c)
+                *c++ = '\0';
+            if (parse_long(buf, 1, 1000000000L, &o->iter_max) ||
+                (c && parse_double(c, 0.000001, 1e9, &o->iter_vol_mib)))
+                return fail(err, errlen,
+                            "--iter: \"%s\" is not R[,V] (R >= 1 calls, V > 0 MiB)", val);
+            if (!c)
+                o->iter_vol_mib = 0;
+        } else if (IS("--warmup")) {
+            long w;
+            NEED();
+            if (parse_long(val, 0, 1000000, &w))
+                return fail(err, errlen, "--warmup: \"%s\" is not a count from 0 to 1000000", val);
+            o->warmup = (int)w;
+        } else if (IS("--time-per-size")) {
+            NEED();
+            if (parse_double(val, 0.000001, 3600, &o->time_per_size))
+                return fail(err, errlen,
+                            "--time-per-size: \"%s\" is not a number of seconds in (0, 3600]", val);
+        } else if (IS("--off-cache")) {
+            o->off_cache = 1;
+            if (val && parse_double(val, 0.0625, 1 << 16, &o->cache_mib))
+                return fail(err, errlen,
+                            "--off-cache: \"%s\" is not a cache size in MiB (1/16 to 65536)", val);
+        } else if (IS("--root")) {
+            long r;
+            NEED();
+            if (parse_long(val, 0, 1 << 24, &r))
+                return fail(err, errlen, "--root: \"%s\" is not a rank", val);
+            o->root = (int)r;
+        } else if (IS("--root-shift")) {
+            NOVAL();
+            o->root_shift = 1;
+        } else if (IS("--runs")) {
+            long r;
+            NEED();
+            if (parse_long(val, 1, 1000, &r))
+                return fail(err, errlen, "--runs: \"%s\" is not a count from 1 to 1000", val);
+            o->runs = (int)r;
+        } else if (IS("--impl")) {
+            NEED();
+            if (nimpl_lists == 32)
+                return fail(err, errlen, "--impl given too often");
+            impl_lists[nimpl_lists++] = val;
+        } else if (IS("--sweep")) {
+            NEED();
+            if (o->sweep)
+                return fail(err, errlen, "--sweep given twice");
+            o->sweep = val;
+        } else if (IS("--sweep-base")) {
+            NEED();
+            o->sweep_base = val;
+        } else if (IS("--no-limits")) {
+            NOVAL();
+            o->limits = 0;
+        } else if (IS("--stat")) {
+            NEED();
+            if (!strcmp(val, "min"))
+                o->stat = NC_STAT_MIN;
+            else if (!strcmp(val, "avg"))
+                o->stat = NC_STAT_AVG;
+            else if (!strcmp(val, "max"))
+                o->stat = NC_STAT_MAX;
+            else
+                return fail(err, errlen, "--stat: unknown value \"%s\" (valid: min, avg, max)", val);
+        } else if (IS("--verify-each")) {
+            NOVAL();
+            o->verify_each = 1;
+        } else if (IS("--csv")) {
+            NEED();
+            o->csv = val;
+        } else if (IS("--plot")) {
+            NEED();
+            o->plot = val;
+        } else if (IS("-q") || IS("--quiet")) {
+            o->quiet = 1;
+        } else if (IS("--dry-run")) {
+            NOVAL();
+            o->dry_run = 1;
+        } else if (IS("--fake-timings")) {
+            NOVAL();
+            o->fake = 1;
+        } else if (IS("--np")) {
+            long n;
+            NEED();
+            if (parse_long(val, 1, 1 << 20, &n))
+                return fail(err, errlen, "--np: \"%s\" is not a number of ranks", val);
+            o->np = (int)n;
+        } else {
+            return fail(err, errlen, "unknown option \"%s\" (--help lists them)", a);
+        }
+#undef IS
+#undef NEED
+#undef NOVAL
+    }
+    if (o->help || o->version)
+        return 0;
+    if (parse_sizes(o, zero, err, errlen))
+        return -1;
+    for (int k = 0; k < nimpl_lists; k++)
+        if (parse_impls(o, impl_lists[k], err, errlen))
+            return -1;
+    o->impl_given = nimpl_lists > 0;
+    if (!nimpl_lists) {
+        new_impl(o, "native", "native", "--impl", err, errlen);
+        if (!o->sweep)
+            new_impl(o, "numacoll", "numacoll", "--impl", err, errlen);
+    }
+    if (o->sweep_base && !o->sweep)
+        return fail(err, errlen, "--sweep-base needs --sweep");
+    if (o->sweep && parse_sweep(o, o->sweep, o->sweep_base, err, errlen))
+        return -1;
+    for (int a = 0; a < o->nimpl; a++)
+        for (int b = 0; b < a; b++)
+            if (!strcmp(o->impl[a].label, o->impl[b].label))
+                return fail(err, errlen, "implementation \"%s\" given twice", o->impl[a].label);
+    /* numacoll checks every value itself; the environment's values come back after */
+    if (nc_bench_params_save())
+        return fail(err, errlen, "out of memory");
+    for (int a = 0; a < o->nimpl; a++)
+        if (o->impl[a].kind == NC_IMPL_NUMACOLL && nc_bench_params_apply(&o->impl[a], err, errlen)) {
+            nc_bench_params_restore();
+            return -1;
+        }
+    nc_bench_params_restore();
+    if (o->plot && o->csv && !strcmp(o->csv, "-"))
+        return fail(err, errlen, "--plot needs --csv FILE (or no --csv), not --csv -");
+    if (o->np && !o->dry_run && !o->fake)
+        return fail(err, errlen, "--np is for --dry-run and --fake-timings (mpirun sets p)");
+    if (o->np && o->root >= o->np)
+        return fail(err, errlen, "--root %d: there are only %d ranks", o->root, o->np);
+    return 0;
+}
+
+/* ---- plan ----------------------------------------------------------------------- */
+
+int nc_bench_coll_sizes(const struct nc_bench_opts *o, enum nc_bench_coll c, const size_t **sizes)
+{
+    static const size_t zero[1] = {0};
+    if (c == NC_BENCH_BARRIER) {
+        *sizes = zero;
+        return 1;
+    }
+    *sizes = o->sizes;
+    return o->nsizes;
+}
+
+long nc_bench_iter_cap(const struct nc_bench_opts *o, size_t bytes)
+{
+    long n = o->iter_max;
+    if (o->iter_vol_mib > 0 && bytes > 0) {
+        double v = o->iter_vol_mib * 1048576.0 / (double)bytes;
+        if (v < (double)n)
+            n = v < 1 ? 1 : (long)v;
+    }
+    return n;
+}
+
+void nc_bench_pool_geometry(const struct nc_bench_opts *o, size_t pool_min, size_t bytes,
+                            size_t *stride, size_t *nbuf)
+{
+    /* page-aligned buffers; the guard bytes after each message stay inside its stride */
+    size_t s = (bytes + NC_BENCH_CANARY + 4095) & ~(size_t)4095;
+    size_t n = 1;
+    if (o->off_cache) {
+        n = (pool_min + s - 1) / s;
+        if (n < 2)
+            n = 2;
+    }
+    *stride = s;
+    *nbuf = n;
+}
+
+void nc_bench_print_plan(FILE *out, const struct nc_bench_opts *o, int p, size_t llc,
+                         const char *llc_source)
+{
+    char b1[32], b2[32];
+    fprintf(out, "numacoll-bench plan\n");
+    fprintf(out, "  collectives   ");
+    for (int c = 0; c < o->ncoll; c++)
+        fprintf(out, "%s%s", c ? "," : "", nc_bench_coll_name(o->coll[c]));
+    fprintf(out, "\n");
+    if (p)
+        fprintf(out, "  p             %d\n", p);
+    else
+        fprintf(out, "  p             (the launcher's)\n");
+    fprintf(out, "  root          %s%d\n", o->root_shift ? "shifting call by call, from " : "",
+            o->root);
+    if (o->iter_vol_mib > 0)
+        fprintf(out, "  iterations    at most %ld, at most %g MiB per size, at most %g s of calls"
+                " per size, at least min(%d, %ld)\n",
+                o->iter_max, o->iter_vol_mib, o->time_per_size, NC_BENCH_MIN_ITER, o->iter_max);
+    else
+        fprintf(out, "  iterations    at most %ld, at most %g s of calls per size, at least "
+                "min(%d, %ld)\n",
+                o->iter_max, o->time_per_size, NC_BENCH_MIN_ITER, o->iter_max);
+    fprintf(out, "  warm-up       %d calls (at most %g s)\n", o->warmup, o->time_per_size / 4);
+    fprintf(out, "  runs          %d%s\n", o->runs,
+            o->runs >= 3 ? " (min and max of t_max dropped, the rest averaged)" : "");
+    size_t pool_min = 0;
+    if (o->off_cache) {
+        if (o->cache_mib > 0) {
+            llc = (size_t)(o->cache_mib * 1048576.0);
+            llc_source = "--off-cache";
+        }
+        pool_min = 2 * llc;
+        nc_bench_format_size(llc, b1, sizeof b1);
+        nc_bench_format_size(pool_min, b2, sizeof b2);
+        fprintf(out, "  cache         off: each call uses the next buffer of a pool of %s per rank"
+                " (2 x LLC %s, %s)\n", b2, b1, llc_source);
+    } else {
+        fprintf(out, "  cache         resident: one buffer per rank, reused by every call\n");
+    }
+    fprintf(out, "  verification  %s\n", o->verify_each
+            ? "after every call (root buffer refilled outside the timing)"
+            : "every buffer after the timing, with guard bytes");
+    fprintf(out, "  ratios        t_%s\n", nc_bench_stat_name(o->stat));
+    fprintf(out, "  implementations\n");
+    int lw = 8;
+    for (int i = 0; i < o->nimpl; i++)
+        if ((int)strlen(o->impl[i].label) > lw)
+            lw = (int)strlen(o->impl[i].label);
+    for (int i = 0; i < o->nimpl; i++) {
+        const struct nc_bench_impl *im = &o->impl[i];
+        fprintf(out, "    %-*s  %s", lw, im->label,
+                im->kind == NC_IMPL_NATIVE ? "PMPI (the MPI library's own)" : "numacoll (MPI_*)");
+        for (int k = 0; k < im->nparams; k++)
+            fprintf(out, "%s%s=%s", k ? " " : ": ", im->params[k].name, im->params[k].value);
+        fprintf(out, "\n");
+    }
+    if (o->limits) {
+        fprintf(out, "    %-*s  one core's memcpy, same cache policy\n", lw, "memcpy");
+        fprintf(out, "    %-*s  one-way cache-line hand-off between ranks 0 and 1\n", lw, "flag");
+    }
+    double worst = 0;
+    for (int c = 0; c < o->ncoll; c++) {
+        const size_t *sizes;
+        int ns = nc_bench_coll_sizes(o, o->coll[c], &sizes);
+        fprintf(out, "  %s sizes\n", nc_bench_coll_name(o->coll[c]));
+        fprintf(out, "    %10s %10s %8s %10s\n", "bytes", "iter_cap", "buffers", "stride");
+        for (int s = 0; s < ns; s++) {
+            size_t stride, nbuf;
+            nc_bench_pool_geometry(o, pool_min, sizes[s], &stride, &nbuf);
+            fprintf(out, "    %10zu %10ld %8zu %10zu\n", sizes[s], nc_bench_iter_cap(o, sizes[s]),
+                    nbuf, stride);
+        }
+        int nim = o->nimpl + (o->limits && o->coll[c] == NC_BENCH_BCAST);
+        worst += (double)ns * nim * o->time_per_size * 1.25;
+    }
+    if (o->limits)
+        worst += o->time_per_size * 1.25;
+    fprintf(out, "  time          at most about %.0f s of calls (%d run%s), plus set-up and"
+            " verification\n", worst * o->runs, o->runs, o->runs > 1 ? "s" : "");
+    if (o->csv)
+        fprintf(out, "  csv           %s\n", o->csv);
+    if (o->plot)
+        fprintf(out, "  plot          %s\n", o->plot);
+}

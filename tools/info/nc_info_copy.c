@@ -1,0 +1,179 @@
+/*
+ * numacoll-info: which copy mechanisms the kernel allows here. CMA
+ * (process_vm_readv) is tried for real, parent -> child and between two
+ * siblings (MPI ranks are siblings: children of one launcher daemon); then
+ * the usual reasons it is refused are shown: Yama ptrace scope, seccomp,
+ * CAP_SYS_PTRACE, user namespaces.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "nc_info.h"
+
+static char pattern[4096];
+
+/* Read `pattern` of process pid; 0 or errno. */
+static int cma_read(pid_t pid)
+{
+    char buf[sizeof pattern];
+    struct iovec l = {buf, sizeof buf}, r = {pattern, sizeof pattern};
+    ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+    if (n < 0)
+        return errno;
+    return (size_t)n == sizeof buf && !memcmp(buf, pattern, sizeof buf) ? 0 : EIO;
+}
+
+/* A child that keeps `pattern` until its pipe closes. */
+static pid_t holder(int *wfd)
+{
+    int fds[2];
+    if (pipe(fds))
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[1]);
+        char c;
+        alarm(30);
+        while (read(fds[0], &c, 1) > 0) {
+        }
+        _exit(0);
+    }
+    close(fds[0]);
+    *wfd = fds[1];
+    return pid;
+}
+
+static void reap(pid_t pid, int wfd)
+{
+    close(wfd);
+    waitpid(pid, NULL, 0);
+}
+
+static const char *verdict(int err, char *buf, size_t len)
+{
+    if (!err)
+        snprintf(buf, len, "permitted");
+    else
+        snprintf(buf, len, "refused (%s)", strerror(err));
+    return buf;
+}
+
+static void file_line(const char *path, const char *key, char *buf, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    snprintf(buf, len, "absent");
+    if (!f)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (!key) {
+            snprintf(buf, len, "%.*s", (int)(len - 1), line);
+            break;
+        }
+        size_t k = strlen(key);
+        if (!strncmp(line, key, k) && line[k] == ':') {
+            const char *v = line + k + 1;
+            while (*v == ' ' || *v == '\t')
+                v++;
+            snprintf(buf, len, "%.*s", (int)(len - 1), v);
+            break;
+        }
+    }
+    fclose(f);
+}
+
+void nc_info_print_copy(FILE *out)
+{
+    char a[128], b[128];
+    for (size_t i = 0; i < sizeof pattern; i++)
+        pattern[i] = (char)(i * 31 + 7);
+    fflush(NULL);
+
+    /* 1. parent reads child */
+    int wfd, e1 = ENOSYS, e2 = ENOSYS;
+    pid_t h = holder(&wfd);
+    if (h > 0) {
+        e1 = cma_read(h);
+        /* 2. a sibling reads the holder: what two MPI ranks do */
+        int fds[2];
+        if (!pipe(fds)) {
+            pid_t r = fork();
+            if (r == 0) {
+                int e = cma_read(h);
+                if (write(fds[1], &e, sizeof e) < 0)
+                    _exit(1);
+                _exit(0);
+            }
+            close(fds[1]);
+            if (r < 0 || read(fds[0], &e2, sizeof e2) != sizeof e2)
+                e2 = ECHILD;
+            close(fds[0]);
+            if (r > 0)
+                waitpid(r, NULL, 0);
+        }
+        reap(h, wfd);
+    }
+    fprintf(out, "== Copy mechanisms\n");
+    fprintf(out, "CMA process_vm_readv, parent -> child:   %s\n", verdict(e1, a, sizeof a));
+    fprintf(out, "CMA process_vm_readv, sibling -> sibling: %s (this is what MPI ranks need)\n",
+            verdict(e2, b, sizeof b));
+
+    char v[256];
+    file_line("/proc/sys/kernel/yama/ptrace_scope", NULL, v, sizeof v);
+    const char *why = "";
+    if (!strcmp(v, "absent"))
+        why = "Yama LSM not active: ptrace rules are the classic ones";
+    else if (!strcmp(v, "0"))
+        why = "classic: same uid suffices";
+    else if (!strcmp(v, "1"))
+        why = "restricted: only descendants (siblings need prctl(PR_SET_PTRACER))";
+    else if (!strcmp(v, "2"))
+        why = "admin only: CAP_SYS_PTRACE needed";
+    else if (!strcmp(v, "3"))
+        why = "no attach at all";
+    fprintf(out, "/proc/sys/kernel/yama/ptrace_scope: %s (%s)\n", v, why);
+
+    char sc[64], scf[64], nnp[64], cap[64];
+    file_line("/proc/self/status", "Seccomp", sc, sizeof sc);
+    file_line("/proc/self/status", "Seccomp_filters", scf, sizeof scf);
+    file_line("/proc/self/status", "NoNewPrivs", nnp, sizeof nnp);
+    file_line("/proc/self/status", "CapEff", cap, sizeof cap);
+    fprintf(out, "seccomp: %s (%s), filters: %s, NoNewPrivs: %s%s\n", sc,
+            !strcmp(sc, "0") ? "off" : !strcmp(sc, "1") ? "strict" : !strcmp(sc, "2") ? "filter" : "?",
+            scf, nnp,
+            !strcmp(sc, "2") ? " (a filter may return EPERM for process_vm_readv, as old Docker "
+                               "profiles do)"
+                             : "");
+    unsigned long long capv = strtoull(cap, NULL, 16);
+    fprintf(out, "CAP_SYS_PTRACE in the effective set: %s\n", (capv >> 19) & 1 ? "yes" : "no");
+
+    char uidmap[128];
+    file_line("/proc/self/uid_map", NULL, uidmap, sizeof uidmap);
+    char norm[128];
+    size_t n = 0;
+    for (const char *c = uidmap; *c && n + 1 < sizeof norm; c++)
+        if (*c != ' ' || (n && norm[n - 1] != ' '))
+            norm[n++] = *c;
+    norm[n] = '\0';
+    int initial = !strcmp(norm, "0 0 4294967295");
+    fprintf(out, "user namespace: %s (uid_map \"%s\")%s\n", initial ? "initial" : "nested", norm,
+            initial ? ""
+                    : ": CMA works only between processes of the same namespace, e.g. not "
+                      "between ranks started in different containers");
+    char userns[64];
+    file_line("/proc/sys/user/max_user_namespaces", NULL, userns, sizeof userns);
+    fprintf(out, "max_user_namespaces: %s\n", userns);
+    fprintf(out, "KNEM (/dev/knem): %s; XPMEM (/dev/xpmem): %s\n",
+            access("/dev/knem", F_OK) ? "absent" : "present",
+            access("/dev/xpmem", F_OK) ? "absent" : "present");
+    fprintf(out, "numacoll itself needs only POSIX shared memory (/dev/shm): %s\n\n",
+            access("/dev/shm", W_OK) ? "NOT writable" : "writable");
+}

@@ -1,0 +1,274 @@
+/*
+ * numacoll-info: the segment as the paper's figure 1 in text. Each block with
+ * its offset, size, the member that owns it, the NUMA node it should be on and
+ * the node move_pages() reports. In the node view the layout is real: p forked
+ * members, bound one per core, build a team and look at their own pages.
+ */
+#include <errno.h>
+#include <numaif.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/nc_team.h"
+#include "nc_info.h"
+#include "topo/nc_topo.h"
+
+int nc_info_layout_rows(const nc_layout_t *l, const int *numa, nc_info_block_t *rows)
+{
+    int n = 0;
+    nc_info_block_t *r;
+#define ROW(off_, bytes_, owner_, ...)                                 \
+    r = &rows[n++];                                                    \
+    snprintf(r->name, sizeof r->name, __VA_ARGS__);                    \
+    r->off = (off_);                                                   \
+    r->bytes = (bytes_);                                               \
+    r->owner = (owner_);                                               \
+    r->intended = numa[owner_];                                        \
+    snprintf(r->actual, sizeof r->actual, "-")
+    ROW(l->hdr_off, l->hdr_bytes, 0, "header|leaders[%d]|pids", l->p);
+    ROW(l->sets_off, (size_t)l->q * l->set_bytes, 0, "sets: op/nreaders x%d", l->q);
+    for (int i = 0; i < l->p; i++) {
+        size_t base = l->rank_off + (size_t)i * l->rank_bytes;
+        ROW(base, l->ctrl_bytes, i, "member %d: %d controls", i, l->s);
+        ROW(base + l->buf_off, (size_t)l->s * l->buf_stride, i, "member %d: %d buffers", i, l->s);
+    }
+    ROW(l->barrier_off, l->barrier_bytes, 0, "barrier flags");
+#undef ROW
+    return n;
+}
+
+void nc_info_print_layout(FILE *out, const nc_layout_t *l, const nc_config_t *cfg,
+                          const nc_info_block_t *rows, int nrows, const char *note)
+{
+    fprintf(out, "== Segment layout (the paper's figure 1)%s%s\n", note ? ": " : "",
+            note ? note : "");
+    fprintf(out, "p=%d f=%zu s=%d q=%d tree=%s layout=%s page=%zu\n", l->p, l->f, l->s, l->q,
+            cfg->v[NC_P_BCAST_TREE].text, cfg->v[NC_P_SEG_LAYOUT].text, l->page);
+    fprintf(out, "total %zu bytes = header %zu + sets %d x %zu + %d members x %zu "
+                 "(controls %zu + %d x %zu buffer) + barrier %zu\n",
+            l->total, l->hdr_bytes, l->q, l->set_bytes, l->p, l->rank_bytes, l->ctrl_bytes, l->s,
+            l->buf_stride, l->barrier_bytes);
+    fprintf(out, "  %10s %10s %6s  %-28s %5s %8s  %s\n", "offset", "bytes", "pages", "block",
+            "owner", "intended", "move_pages");
+    for (int i = 0; i < nrows; i++) {
+        const nc_info_block_t *r = &rows[i];
+        char node[16];
+        if (r->intended >= 0)
+            snprintf(node, sizeof node, "%d", r->intended);
+        else
+            snprintf(node, sizeof node, "?");
+        fprintf(out, "  %10zu %10zu %6zu  %-28s %5d %8s  %s\n", r->off, r->bytes,
+                r->bytes / l->page, r->name, r->owner, node, r->actual);
+    }
+    fprintf(out, "\n");
+}
+
+void nc_info_pages_where(const void *addr, size_t bytes, size_t page, char *buf, size_t len)
+{
+    size_t n = bytes / page;
+    void **pages = malloc(n * sizeof *pages);
+    int *status = malloc(n * sizeof *status);
+    if (!n || !pages || !status) {
+        snprintf(buf, len, "n/a (no memory)");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++)
+        pages[i] = (char *)addr + i * page;
+    if (move_pages(0, n, pages, NULL, status, 0)) {
+        snprintf(buf, len, "n/a (move_pages: %s)", strerror(errno));
+        goto out;
+    }
+    /* Count pages per node (status >= 0) and per error (status < 0). */
+    int keys[16];
+    size_t counts[16];
+    int nk = 0;
+    for (size_t i = 0; i < n; i++) {
+        int k = 0;
+        while (k < nk && keys[k] != status[i])
+            k++;
+        if (k == nk && nk < 16) {
+            keys[nk] = status[i];
+            counts[nk++] = 0;
+        }
+        if (k < nk)
+            counts[k]++;
+    }
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < nk && off < len; k++) {
+        char what[48];
+        if (keys[k] >= 0)
+            snprintf(what, sizeof what, "node %d", keys[k]);
+        else if (keys[k] == -ENOENT)
+            snprintf(what, sizeof what, "not allocated");
+        else
+            snprintf(what, sizeof what, "error %s", strerror(-keys[k]));
+        off += (size_t)snprintf(buf + off, len - off, "%s%s", k ? ", " : "", what);
+        if (nk > 1 && off < len)
+            off += (size_t)snprintf(buf + off, len - off, " (%zu pages)", counts[k]);
+    }
+out:
+    free(pages);
+    free(status);
+}
+
+int nc_info_layout_computed(FILE *out, const nc_info_machine_t *m, int p, size_t page)
+{
+    nc_config_t cfg;
+    nc_layout_t l;
+    nc_info_config(&cfg, p);
+    int *numa = calloc((size_t)p, sizeof *numa);
+    nc_info_block_t *rows = calloc((size_t)(2 * p + 3), sizeof *rows);
+    int rc = -1;
+    if (numa && rows && nc_info_simulated_numa(m, p, numa, NULL) > 0 &&
+        !nc_layout_compute(&l, p, (size_t)NC_CFG_NUM(&cfg, BCAST_FRAG_SIZE),
+                           (int)NC_CFG_NUM(&cfg, BCAST_QUEUE_LEN), (int)NC_CFG_NUM(&cfg, BCAST_SETS),
+                           (int)NC_CFG_NUM(&cfg, SEG_LAYOUT), page,
+                           nc_barrier_shm_bytes(p, &cfg))) {
+        int n = nc_info_layout_rows(&l, numa, rows);
+        nc_info_print_layout(out, &l, &cfg, rows, n,
+                             "computed, members bound one per core in order; not measured");
+        rc = 0;
+    }
+    free(numa);
+    free(rows);
+    return rc;
+}
+
+/* ---- the live node view ------------------------------------------------------- */
+
+typedef struct live_member {
+    int rc, numa, leader;
+    char cpus[64];
+    char ctrl[96], bufs[96];   /* move_pages of the member's own blocks */
+    char hdr[96], sets[96], bar[96]; /* member 0 only */
+} live_member_t;
+
+typedef struct live_shared {
+    nc_layout_t l;
+    nc_config_t cfg;
+    int placement;
+    char detail[160];
+    live_member_t m[];
+} live_shared_t;
+
+static void live_member(const nc_info_machine_t *mach, int p, int rank, const char *name,
+                        live_shared_t *sh)
+{
+    live_member_t *me = &sh->m[rank];
+    int ncores = hwloc_get_nbobjs_by_type(mach->topo, HWLOC_OBJ_CORE);
+    hwloc_obj_type_t type = ncores > 0 ? HWLOC_OBJ_CORE : HWLOC_OBJ_PU;
+    if (ncores <= 0)
+        ncores = hwloc_get_nbobjs_by_type(mach->topo, HWLOC_OBJ_PU);
+    hwloc_obj_t core = hwloc_get_obj_by_type(mach->topo, type, (unsigned)(rank % ncores));
+    if (core && hwloc_set_cpubind(mach->topo, core->cpuset, HWLOC_CPUBIND_PROCESS))
+        snprintf(me->cpus, sizeof me->cpus, "unbound");
+    else if (core)
+        hwloc_bitmap_list_snprintf(me->cpus, sizeof me->cpus, core->cpuset);
+
+    numacoll_bootstrap_t *bs;
+    numacoll_team_t *t;
+    if ((me->rc = numacoll_bootstrap_named(name, rank, p, &bs)))
+        return;
+    if ((me->rc = numacoll_team_create(bs, &t))) {
+        numacoll_bootstrap_named_free(bs);
+        return;
+    }
+    numacoll_team_info_t info;
+    numacoll_team_info(t, &info);
+    me->numa = info.numa_node;
+    me->leader = info.leader;
+    const nc_layout_t *l = &t->seg.l;
+    char *base = t->seg.base;
+    char *blk = base + l->rank_off + (size_t)rank * l->rank_bytes;
+    nc_info_pages_where(blk, l->ctrl_bytes, l->page, me->ctrl, sizeof me->ctrl);
+    nc_info_pages_where(blk + l->buf_off, (size_t)l->s * l->buf_stride, l->page, me->bufs,
+                        sizeof me->bufs);
+    if (rank == 0) {
+        sh->l = *l;
+        sh->cfg = t->cfg;
+        sh->placement = info.placement;
+        snprintf(sh->detail, sizeof sh->detail, "%s", info.placement_detail);
+        nc_info_pages_where(base + l->hdr_off, l->hdr_bytes, l->page, me->hdr, sizeof me->hdr);
+        nc_info_pages_where(base + l->sets_off, (size_t)l->q * l->set_bytes, l->page, me->sets,
+                            sizeof me->sets);
+        nc_info_pages_where(base + l->barrier_off, l->barrier_bytes, l->page, me->bar,
+                            sizeof me->bar);
+    }
+    numacoll_barrier(t); /* nobody unmaps before everyone has looked */
+    numacoll_team_destroy(t);
+    numacoll_bootstrap_named_free(bs);
+}
+
+int nc_info_layout_live(FILE *out, const nc_info_machine_t *m, int p)
+{
+    size_t bytes = sizeof(live_shared_t) + (size_t)p * sizeof(live_member_t);
+    live_shared_t *sh = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (sh == MAP_FAILED)
+        return -1;
+    memset(sh, 0, bytes);
+    for (int i = 0; i < p; i++)
+        sh->m[i].rc = NUMACOLL_ERR_BOOTSTRAP;
+    char name[64];
+    snprintf(name, sizeof name, "numacoll-info-%d", (int)getpid());
+    fflush(NULL);
+    pid_t *pids = calloc((size_t)p, sizeof *pids);
+    for (int i = 0; pids && i < p; i++) {
+        pids[i] = fork();
+        if (pids[i] == 0) {
+            alarm(60);
+            live_member(m, p, i, name, sh);
+            _exit(0);
+        }
+    }
+    int failed = !pids;
+    for (int i = 0; pids && i < p; i++) {
+        int st;
+        if (pids[i] < 0 || waitpid(pids[i], &st, 0) < 0 || !WIFEXITED(st) || sh->m[i].rc)
+            failed = 1;
+    }
+    free(pids);
+    if (failed) {
+        fprintf(out, "== Segment layout: a team of %d forked members could not be built", p);
+        for (int i = 0; i < p; i++)
+            if (sh->m[i].rc)
+                fprintf(out, " (member %d: %s)", i, numacoll_strerror(sh->m[i].rc));
+        fprintf(out, "\n\n");
+        munmap(sh, bytes);
+        return -1;
+    }
+    fprintf(out, "== Members (node view: %d forked processes, bound one per core in order)\n", p);
+    fprintf(out, "  %6s %-12s %5s %6s\n", "member", "cpus", "numa", "leader");
+    int *numa = calloc((size_t)p, sizeof *numa);
+    for (int i = 0; i < p; i++) {
+        fprintf(out, "  %6d %-12s %5d %6d\n", i, sh->m[i].cpus, sh->m[i].numa, sh->m[i].leader);
+        if (numa)
+            numa[i] = sh->m[i].numa;
+    }
+    fprintf(out, "\n");
+    nc_info_block_t *rows = calloc((size_t)(2 * p + 3), sizeof *rows);
+    if (numa && rows) {
+        int n = nc_info_layout_rows(&sh->l, numa, rows);
+        snprintf(rows[0].actual, sizeof rows[0].actual, "%s", sh->m[0].hdr);
+        snprintf(rows[1].actual, sizeof rows[1].actual, "%s", sh->m[0].sets);
+        for (int i = 0; i < p; i++) {
+            snprintf(rows[2 + 2 * i].actual, sizeof rows[0].actual, "%s", sh->m[i].ctrl);
+            snprintf(rows[3 + 2 * i].actual, sizeof rows[0].actual, "%s", sh->m[i].bufs);
+        }
+        snprintf(rows[n - 1].actual, sizeof rows[0].actual, "%s", sh->m[0].bar);
+        static const char *pl[] = {"OK", "MISPLACED", "UNKNOWN (a member is unbound)",
+                                   "UNCHECKED (move_pages unavailable)"};
+        char note[256];
+        snprintf(note, sizeof note, "measured; team placement check %s%s%s",
+                 pl[sh->placement & 3], sh->detail[0] ? ": " : "", sh->detail);
+        nc_info_print_layout(out, &sh->l, &sh->cfg, rows, n, note);
+    }
+    free(rows);
+    free(numa);
+    munmap(sh, bytes);
+    return 0;
+}

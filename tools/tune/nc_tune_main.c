@@ -1,0 +1,726 @@
+/*
+ * numacoll-tune: measure this node, fit the paper's time model, choose f, s, q
+ * and the tree, check the choice with real MPI_Bcast calls, write a tune file.
+ *
+ *   mpirun -np P numacoll-tune [--budget BYTES] [--quick] [--output FILE] [--plot DIR]
+ *
+ * Steps (rank 0 prints each):
+ *   1. direct constants: t from memcpy (every member at once), t_a from
+ *      contended atomic decrements of one shared counter, the one-hop flag
+ *      latency (ping-pong) for comparison with the fitted t_w;
+ *   2. broadcasts on numacoll teams over a design of (f, s, m) that covers the
+ *      three regimes of the model; least-squares fit of t, t_w, t_wo (t_a known);
+ *   3. f* = sqrt(b t_w / t) page-rounded, s* = b / f* for the budget b (default
+ *      1 % of the memory per core);
+ *   4. tree types, then q, chosen by measurement at (f*, s*);
+ *   5. MPI_Bcast through numacoll's wrapper on MPI_Comm_dup'ed communicators
+ *      after numacoll_param_set(), at the choice and its neighbours at the same
+ *      budget: predicted vs measured;
+ *   6. the tune file section (--output), the plots (--plot).
+ */
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <mpi.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config/nc_tunefile.h"
+#include "nc_tune_model.h"
+#include "numacoll.h"
+#include "numacoll_mpi.h"
+
+#define FMAX ((size_t)64 << 20)
+#define SMAX 4096
+
+typedef struct opts {
+    double budget;
+    int quick;
+    const char *output, *plot;
+} opts_t;
+
+static MPI_Comm node;
+static int rank, p;
+static size_t page;
+
+#define say(...)                         \
+    do {                                 \
+        if (rank == 0) {                 \
+            printf(__VA_ARGS__);         \
+            fflush(stdout);              \
+        }                                \
+    } while (0)
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static double max_all(double x)
+{
+    double r;
+    PMPI_Allreduce(&x, &r, 1, MPI_DOUBLE, MPI_MAX, node);
+    return r;
+}
+
+static double mean_all(double x)
+{
+    double r;
+    PMPI_Allreduce(&x, &r, 1, MPI_DOUBLE, MPI_SUM, node);
+    return r / p;
+}
+
+/* ---- 1. direct constants ------------------------------------------------------- */
+
+static double measure_memcpy(size_t bytes, int reps)
+{
+    char *a = malloc(bytes), *b = malloc(bytes);
+    double *v = malloc(sizeof(double) * (size_t)reps), t = NAN;
+    if (a && b && v) {
+        memset(a, 1, bytes);
+        memset(b, 2, bytes);
+        PMPI_Barrier(node);
+        for (int i = 0; i < reps; i++) {
+            double t0 = now();
+            memcpy(i % 2 ? a : b, i % 2 ? b : a, bytes);
+            v[i] = now() - t0;
+        }
+        t = median(v, reps) / (double)bytes;
+    }
+    free(a);
+    free(b);
+    free(v);
+    return max_all(t);
+}
+
+typedef struct shared_words {
+    _Atomic long counter;
+    char pad0[64 - sizeof(long)];
+    _Atomic long ping;
+    char pad1[64 - sizeof(long)];
+    _Atomic long pong;
+} shared_words_t;
+
+static void measure_atomic_hop(int iters, double *t_a, double *hop)
+{
+    MPI_Win win;
+    shared_words_t *w;
+    MPI_Aint sz = rank == 0 ? (MPI_Aint)sizeof *w : 0;
+    MPI_Win_allocate_shared(sz, 64, MPI_INFO_NULL, node, &w, &win);
+    int du;
+    MPI_Aint qsz;
+    MPI_Win_shared_query(win, 0, &qsz, &du, &w);
+    if (rank == 0) {
+        atomic_store(&w->counter, 0);
+        atomic_store(&w->ping, 0);
+        atomic_store(&w->pong, 0);
+    }
+    PMPI_Barrier(node);
+    double t0 = now();
+    for (int i = 0; i < iters; i++)
+        atomic_fetch_sub_explicit(&w->counter, 1, memory_order_acq_rel);
+    *t_a = mean_all((now() - t0) / iters);
+    PMPI_Barrier(node);
+    /* Ping-pong between member 0 and the last member: one-way = round trip / 2.
+     * The flags are the only communication: acquire loads pair with the release
+     * stores of the other side. */
+    *hop = NAN;
+    if (p > 1) {
+        int n = iters / 10 > 100 ? iters / 10 : 100;
+        t0 = now();
+        if (rank == 0) {
+            for (long i = 1; i <= n; i++) {
+                atomic_store_explicit(&w->ping, i, memory_order_release);
+                while (atomic_load_explicit(&w->pong, memory_order_acquire) != i)
+                    ;
+            }
+        } else if (rank == p - 1) {
+            for (long i = 1; i <= n; i++) {
+                while (atomic_load_explicit(&w->ping, memory_order_acquire) != i)
+                    ;
+                atomic_store_explicit(&w->pong, i, memory_order_release);
+            }
+        }
+        double rt = (now() - t0) / n;
+        PMPI_Bcast(&rt, 1, MPI_DOUBLE, 0, node);
+        *hop = rt / 2;
+    }
+    MPI_Win_free(&win);
+}
+
+/* ---- teams on the core API (no wrapper) ----------------------------------------- */
+
+static int allgather(void *ctx, const void *mine, void *all, size_t len)
+{
+    (void)ctx;
+    return PMPI_Allgather(mine, (int)len, MPI_BYTE, all, (int)len, MPI_BYTE, node) == MPI_SUCCESS
+               ? 0
+               : NUMACOLL_ERR_BOOTSTRAP;
+}
+
+static void set_params(const nc_tune_setting_t *c, const char *tree)
+{
+    char v[32];
+    snprintf(v, sizeof v, "%zu", c->f);
+    numacoll_param_set("BCAST_FRAG_SIZE", v);
+    snprintf(v, sizeof v, "%d", c->s);
+    numacoll_param_set("BCAST_QUEUE_LEN", v);
+    snprintf(v, sizeof v, "%d", c->q);
+    numacoll_param_set("BCAST_SETS", v);
+    numacoll_param_set("BCAST_TREE", tree);
+}
+
+static numacoll_team_t *team_for(const nc_tune_setting_t *c, const char *tree)
+{
+    set_params(c, tree);
+    numacoll_bootstrap_t bs = {.rank = rank, .size = p, .allgather = allgather};
+    numacoll_team_t *t = NULL;
+    int rc = numacoll_team_create(&bs, &t);
+    if (rc) {
+        if (rank == 0)
+            fprintf(stderr, "numacoll-tune: team (f=%zu s=%d q=%d tree=%s): %s\n", c->f, c->s, c->q,
+                    tree, numacoll_strerror(rc));
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    return t;
+}
+
+/* Per call the slowest member's time (t_max, as IMB reports), then the 20th
+ * percentile over the calls: a shared, busy node slows some calls down by orders
+ * of magnitude, and the low percentile keeps the undisturbed ones. Frees v. */
+static double robust_tmax(double *v, int n)
+{
+    double *mx = malloc(sizeof(double) * (size_t)n);
+    PMPI_Allreduce(v, mx, n, MPI_DOUBLE, MPI_MAX, node);
+    qsort(mx, (size_t)n, sizeof *mx, cmp_double);
+    double r = mx[(n - 1) / 5];
+    free(mx);
+    free(v);
+    return r;
+}
+
+/* Iterations so that a point takes about `target` seconds (same on every member). */
+static int iterations(double one, double target, int lo, int hi)
+{
+    double it = target / (one > 1e-9 ? one : 1e-9);
+    return it < lo ? lo : it > hi ? hi : (int)it;
+}
+
+/* Time of one broadcast of m bytes from member 0 (calls separated by barriers). */
+static double time_team_bcast(numacoll_team_t *t, char *buf, size_t m, const opts_t *o)
+{
+    double t0, warm = 0;
+    for (int i = 0; i < 2; i++) {
+        numacoll_barrier(t);
+        t0 = now();
+        numacoll_bcast(t, buf, m, 0);
+        warm = now() - t0;
+    }
+    int n = iterations(max_all(warm), o->quick ? 0.01 : 0.05, 3, o->quick ? 30 : 200);
+    double *v = malloc(sizeof(double) * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        numacoll_barrier(t);
+        t0 = now();
+        numacoll_bcast(t, buf, m, 0);
+        v[i] = now() - t0;
+    }
+    return robust_tmax(v, n);
+}
+
+/* The same through numacoll's MPI_Bcast wrapper, on a fresh duplicate of MPI_COMM_WORLD
+ * created after numacoll_param_set(), so that its team takes these settings. */
+static double time_mpi_bcast(MPI_Comm c, char *buf, size_t m, const opts_t *o)
+{
+    double t0, warm = 0;
+    for (int i = 0; i < 2; i++) {
+        PMPI_Barrier(c);
+        t0 = now();
+        MPI_Bcast(buf, (int)m, MPI_BYTE, 0, c);
+        warm = now() - t0;
+    }
+    int n = iterations(max_all(warm), o->quick ? 0.01 : 0.05, 3, o->quick ? 30 : 200);
+    double *v = malloc(sizeof(double) * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        PMPI_Barrier(c);
+        t0 = now();
+        MPI_Bcast(buf, (int)m, MPI_BYTE, 0, c);
+        v[i] = now() - t0;
+    }
+    return robust_tmax(v, n);
+}
+
+static void fmt_size(double b, char *buf, size_t len)
+{
+    if (b >= 1 << 20 && fmod(b, 1 << 20) == 0)
+        snprintf(buf, len, "%.0fM", b / (1 << 20));
+    else if (b >= 1 << 10 && fmod(b, 1 << 10) == 0)
+        snprintf(buf, len, "%.0fK", b / (1 << 10));
+    else
+        snprintf(buf, len, "%.0f", b);
+}
+
+/* ---- options ------------------------------------------------------------------------ */
+
+static int parse_size(const char *s, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    double mult = 1;
+    switch (*end) {
+    case 'k': case 'K': mult = 1024; end++; break;
+    case 'm': case 'M': mult = 1024 * 1024; end++; break;
+    case 'g': case 'G': mult = 1024.0 * 1024 * 1024; end++; break;
+    }
+    if (*end == 'i' || *end == 'I')
+        end++;
+    if (*end == 'b' || *end == 'B')
+        end++;
+    if (end == s || *end || !(v > 0))
+        return -1;
+    *out = v * mult;
+    return 0;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: mpirun -np P numacoll-tune [options]   (all P ranks on this node)\n"
+            "  --budget BYTES  queue bytes s*f per member (suffix k/m/g); default 1%% of the\n"
+            "                  memory per core (the paper's proposal)\n"
+            "  --quick         small budget (1 MiB unless --budget) and few points: seconds\n"
+            "  --output FILE   write (or update) the tune file section for this machine and P\n"
+            "  --plot DIR      figure 4 (time vs f, with its two terms) and time vs s, model and\n"
+            "                  measured: CSV files and, with python3-matplotlib, PNG files\n"
+            "  --help\n");
+}
+
+/* ---- plots ----------------------------------------------------------------------------- */
+
+static void plot(const opts_t *o, const nc_model_params_t *mp, const nc_tune_setting_t *best,
+                 const char *tree, char *buf, size_t bufbytes, double b)
+{
+    double m = 2 * b; /* two queue turns: both terms of figure 4 matter */
+    /* Measured points: f at the same budget, and s at f*. */
+    nc_tune_setting_t fs[16], ss[8];
+    int nf = 0, ns = 0;
+    for (double k = 1.0 / 8; k <= 8.01 && nf < 16; k *= 2) {
+        size_t f = (size_t)fmax(1, ceil((double)best->f * k / (double)page)) * page;
+        int s = (int)fmin(SMAX, fmax(1, b / (double)f));
+        if (f <= FMAX && (!nf || fs[nf - 1].f != f))
+            fs[nf++] = (nc_tune_setting_t){f, s, 1};
+    }
+    for (double k = 0.25; k <= 2.01 && ns < 8; k *= 2) {
+        int s = (int)fmin(SMAX, fmax(1, round(best->s * k)));
+        if (!ns || ss[ns - 1].s != s)
+            ss[ns++] = (nc_tune_setting_t){best->f, s, 1};
+    }
+    double tf[16], ts[8];
+    for (int i = 0; i < nf; i++) {
+        numacoll_team_t *t = team_for(&fs[i], tree);
+        tf[i] = time_team_bcast(t, buf, (size_t)fmin(m, (double)bufbytes), o);
+        numacoll_team_destroy(t);
+    }
+    for (int i = 0; i < ns; i++) {
+        numacoll_team_t *t = team_for(&ss[i], tree);
+        ts[i] = time_team_bcast(t, buf, (size_t)fmin(m, (double)bufbytes), o);
+        numacoll_team_destroy(t);
+    }
+    if (rank != 0)
+        return;
+    mkdir(o->plot, 0755);
+    char path[PATH_MAX];
+    double c = mp->t_wo + mp->t_a;
+    snprintf(path, sizeof path, "%s/fig4_model_f.csv", o->plot);
+    FILE *fp = fopen(path, "w");
+    if (!fp) {
+        fprintf(stderr, "numacoll-tune: %s: cannot write\n", path);
+        return;
+    }
+    fprintf(fp, "# m=%.0f b=%.0f t=%g t_w=%g t_wo=%g t_a=%g f_star=%zu s_star=%d\n", m, b, mp->t,
+            mp->t_w, mp->t_wo, mp->t_a, best->f, best->s);
+    fprintf(fp, "f,total,queue_term,notify_term,copy_term\n");
+    for (double f = (double)page; f <= 64.0 * (double)best->f && f <= b; f *= 1.05) {
+        double s = b / f;
+        if (s < 1)
+            break;
+        double turns = ceil(m / b - 1e-12);
+        fprintf(fp, "%.0f,%g,%g,%g,%g\n", f, nc_model_time(mp, m, f, s, 1), turns * (c + f * mp->t),
+                ceil(m / f - 1e-12) * mp->t_w, m * mp->t);
+    }
+    fclose(fp);
+    snprintf(path, sizeof path, "%s/fig4_measured_f.csv", o->plot);
+    fp = fopen(path, "w");
+    fprintf(fp, "f,s,measured,model\n");
+    for (int i = 0; i < nf; i++)
+        fprintf(fp, "%zu,%d,%g,%g\n", fs[i].f, fs[i].s, tf[i],
+                nc_model_time(mp, m, (double)fs[i].f, fs[i].s, 1));
+    fclose(fp);
+    snprintf(path, sizeof path, "%s/time_vs_s_model.csv", o->plot);
+    fp = fopen(path, "w");
+    fprintf(fp, "# m=%.0f f=%zu\ns,model\n", m, best->f);
+    for (double s = 1; s <= 4.0 * best->s && s <= SMAX; s = s < 16 ? s + 1 : s * 1.05)
+        fprintf(fp, "%g,%g\n", s, nc_model_time(mp, m, (double)best->f, s, 1));
+    fclose(fp);
+    snprintf(path, sizeof path, "%s/time_vs_s_measured.csv", o->plot);
+    fp = fopen(path, "w");
+    fprintf(fp, "s,measured,model\n");
+    for (int i = 0; i < ns; i++)
+        fprintf(fp, "%d,%g,%g\n", ss[i].s, ts[i], nc_model_time(mp, m, (double)best->f, ss[i].s, 1));
+    fclose(fp);
+
+    /* The script lives next to the executable (build tree) or in the data dir. */
+    char exe[PATH_MAX], script[PATH_MAX + 64];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    script[0] = '\0';
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash)
+            *slash = '\0';
+        snprintf(script, sizeof script, "%s/numacoll-tune-plot.py", exe);
+    }
+    if (!script[0] || access(script, R_OK))
+        snprintf(script, sizeof script, "%s", NUMACOLL_TUNE_PLOT_SCRIPT);
+    /* Debian's python3-matplotlib belongs to /usr/bin/python3, which may not be the
+     * python3 first in PATH. */
+    char cmd[2 * PATH_MAX + 128];
+    snprintf(cmd, sizeof cmd,
+             "{ [ -x /usr/bin/python3 ] && /usr/bin/python3 '%s' '%s' 2>/dev/null; } || "
+             "python3 '%s' '%s'",
+             script, o->plot, script, o->plot);
+    fflush(stdout);
+    int rc = system(cmd);
+    if (rc)
+        printf("plots: CSV files in %s; the PNG files need python3 with matplotlib "
+               "(Debian: python3-matplotlib; scripts/install-deps.sh bench): %s exited %d\n",
+               o->plot, script, rc);
+    else
+        printf("plots: %s/fig4_time_vs_f.png and %s/time_vs_s.png (CSV data beside them)\n",
+               o->plot, o->plot);
+}
+
+/* ---- main --------------------------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+    opts_t o = {0};
+    int help = 0, bad = 0;
+    enum { O_BUDGET = 256, O_QUICK, O_OUTPUT, O_PLOT };
+    static const struct option longopts[] = {{"budget", required_argument, NULL, O_BUDGET},
+                                             {"quick", no_argument, NULL, O_QUICK},
+                                             {"output", required_argument, NULL, O_OUTPUT},
+                                             {"plot", required_argument, NULL, O_PLOT},
+                                             {"help", no_argument, NULL, 'h'},
+                                             {NULL, 0, NULL, 0}};
+    int ch;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case O_BUDGET:
+            if (parse_size(optarg, &o.budget)) {
+                fprintf(stderr, "numacoll-tune: --budget %s: expected a size like 1m\n", optarg);
+                bad = 1;
+            }
+            break;
+        case O_QUICK: o.quick = 1; break;
+        case O_OUTPUT: o.output = optarg; break;
+        case O_PLOT: o.plot = optarg; break;
+        case 'h': help = 1; break;
+        default: bad = 1;
+        }
+    }
+    if (help || bad) {
+        usage(help ? stdout : stderr);
+        return bad ? 2 : 0;
+    }
+
+    MPI_Init(&argc, &argv);
+    int wsize;
+    MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &rank);
+    MPI_Comm_size(node, &p);
+    if (p != wsize) {
+        int wr;
+        MPI_Comm_rank(MPI_COMM_WORLD, &wr);
+        if (wr == 0)
+            fprintf(stderr, "numacoll-tune: run it with every rank on one node (%d of %d here)\n",
+                    p, wsize);
+        MPI_Finalize();
+        return 2;
+    }
+    page = (size_t)sysconf(_SC_PAGESIZE);
+    double t_start = now();
+
+    nc_tune_sig_t sig;
+    if (nc_tune_sig_local(&sig)) {
+        say("numacoll-tune: cannot read this machine's topology\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    sig.p = p;
+    hwloc_topology_t topo;
+    hwloc_topology_init(&topo);
+    hwloc_topology_load(topo);
+    double mem = (double)hwloc_get_root_obj(topo)->total_memory;
+    hwloc_topology_destroy(topo);
+    const char *budget_why = "--budget";
+    if (!(o.budget > 0)) {
+        if (o.quick) {
+            o.budget = 1 << 20;
+            budget_why = "--quick";
+        } else {
+            o.budget = mem / sig.cores / 100;
+            budget_why = "1% of the memory per core";
+        }
+    }
+    double b = floor(o.budget / (double)page) * (double)page;
+    if (b < (double)page)
+        b = (double)page;
+    char sigtext[256], bt[32];
+    nc_tune_sig_format(&sig, sigtext, sizeof sigtext);
+    fmt_size(b, bt, sizeof bt);
+    say("numacoll-tune %s: %s\n", numacoll_version(), sigtext);
+    say("budget b = %.0f bytes (%s; %s), page %zu%s\n\n", b, bt, budget_why, page,
+        o.quick ? ", quick mode" : "");
+
+    /* 1. */
+    say("1. direct measurements (all %d members at once)\n", p);
+    double t_copy = measure_memcpy(o.quick ? 1 << 20 : 8 << 20, o.quick ? 5 : 15);
+    double t_cache = measure_memcpy(64 << 10, o.quick ? 50 : 400);
+    double t_a, hop;
+    measure_atomic_hop(o.quick ? 20000 : 200000, &t_a, &hop);
+    say("   t  (memcpy 8 MiB, out of cache)  = %.3g s/byte (%.2f GB/s)\n", t_copy, 1e-9 / t_copy);
+    say("   t  (memcpy 64 KiB, in cache)     = %.3g s/byte (%.2f GB/s)\n", t_cache, 1e-9 / t_cache);
+    say("   t_A (contended atomic decrement) = %.3g s\n", t_a);
+    say("   one-hop flag latency (ping-pong) = %.3g s\n\n", hop);
+
+    /* 2. */
+    nc_tune_setting_t cfgs[8];
+    int ncfg = nc_tune_fit_configs(page, o.quick, cfgs, 8);
+    nc_tune_point_t pts[64];
+    int npt = 0;
+    size_t bufbytes = (size_t)fmax(4 * 16 * 16 * (double)page, 2 * b) + page;
+    char *buf = malloc(bufbytes);
+    if (!buf)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    memset(buf, rank, bufbytes);
+    say("2. broadcasts for the fit (tree kary:2, q=1, root 0; per call t_max over members, 20th percentile over calls)\n");
+    say("   %8s %5s %10s %12s\n", "f", "s", "m", "time [us]");
+    for (int i = 0; i < ncfg; i++) {
+        numacoll_team_t *t = team_for(&cfgs[i], "kary:2");
+        double ms[8];
+        int nm = nc_tune_fit_sizes(&cfgs[i], o.quick, ms, 8);
+        for (int k = 0; k < nm && npt < 64; k++) {
+            double tm = time_team_bcast(t, buf, (size_t)ms[k], &o);
+            pts[npt++] = (nc_tune_point_t){ms[k], (double)cfgs[i].f, cfgs[i].s, 1, tm};
+            say("   %8zu %5d %10.0f %12.2f\n", cfgs[i].f, cfgs[i].s, ms[k], tm * 1e6);
+        }
+        numacoll_team_destroy(t);
+    }
+    nc_model_params_t mp;
+    double rms = NAN;
+    int frc = nc_tune_fit(pts, npt, t_a, &mp, &rms);
+    if (frc) {
+        say("numacoll-tune: the fit failed (%s); measurements too noisy?\n",
+            numacoll_strerror(frc));
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    say("   fit: t = %.3g s/byte (%.2f GB/s), t_W = %.3g s, t_WO = %.3g s, t_A = %.3g s "
+        "(measured); relative RMS residual %.1f %%\n\n",
+        mp.t, 1e-9 / mp.t, mp.t_w, mp.t_wo, mp.t_a, 100 * rms);
+
+    /* 3. */
+    nc_tune_setting_t best;
+    if (nc_tune_choose(&mp, b, page, FMAX, SMAX, &best)) {
+        say("numacoll-tune: no optimum for these constants\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    say("3. model optimum for b = %s: f* = sqrt(b t_W / t) = %.0f -> %zu bytes (%zu pages), "
+        "s* = b / f* = %d\n\n",
+        bt, sqrt(b * fmax(mp.t_w, 0) / mp.t), best.f, best.f / page, best.s);
+
+    /* 4. */
+    static const char *trees_full[] = {"kary:2", "knomial:2", "flat", "chain", "kary:4"};
+    static const char *trees_quick[] = {"kary:2", "flat", "chain"};
+    const char **trees = o.quick ? trees_quick : trees_full;
+    int ntrees = o.quick ? 3 : 5;
+    size_t mtree = (size_t)fmin(b, 16.0 * (double)best.f);
+    char tree[32] = "kary:2";
+    double tbest = INFINITY;
+    say("4. notification tree at f*, s*, m = %zu (a winner must be 2 %% faster)\n", mtree);
+    for (int i = 0; i < ntrees; i++) {
+        numacoll_team_t *t = team_for(&best, trees[i]);
+        double tm = time_team_bcast(t, buf, mtree, &o);
+        numacoll_team_destroy(t);
+        say("   %-10s %10.2f us\n", trees[i], tm * 1e6);
+        if (tm < 0.98 * tbest) {
+            tbest = tm;
+            snprintf(tree, sizeof tree, "%s", trees[i]);
+        }
+    }
+    size_t mq = (size_t)fmin(2 * b, (double)bufbytes);
+    say("   -> %s\n   sets q at m = %zu (two queue turns)\n", tree, mq);
+    static const int qs[] = {1, 2, 4};
+    tbest = INFINITY;
+    int qbest = 1;
+    for (int i = 0; i < 3; i++) {
+        if (best.s % qs[i] || qs[i] > best.s)
+            continue;
+        nc_tune_setting_t c = best;
+        c.q = qs[i];
+        numacoll_team_t *t = team_for(&c, tree);
+        double tm = time_team_bcast(t, buf, mq, &o);
+        numacoll_team_destroy(t);
+        say("   q=%-8d %10.2f us (model %.2f us)\n", qs[i], tm * 1e6,
+            1e6 * nc_model_time(&mp, (double)mq, (double)c.f, c.s, c.q));
+        if (tm < 0.98 * tbest) {
+            tbest = tm;
+            qbest = qs[i];
+        }
+    }
+    best.q = qbest;
+    say("   -> q=%d\n\n", qbest);
+
+    /* 5. */
+    nc_tune_setting_t set[8];
+    set[0] = best;
+    int nset = 1 + nc_tune_neighbours(&best, b, page, FMAX, SMAX, set + 1, 7);
+    double sizes[4] = {64 << 10, 1 << 20, b, 2 * b};
+    int nsz = 0;
+    double msz[4];
+    for (int i = 0; i < 4; i++)
+        if (sizes[i] <= 2 * b && (!nsz || sizes[i] > msz[nsz - 1]))
+            msz[nsz++] = sizes[i];
+    double meas[8][4], pred[8][4];
+    say("5. MPI_Bcast through numacoll's wrapper (a new MPI_Comm_dup per setting), tree %s\n",
+        tree);
+    for (int i = 0; i < nset; i++) {
+        set_params(&set[i], tree);
+        MPI_Comm c;
+        MPI_Comm_dup(MPI_COMM_WORLD, &c);
+        MPI_Bcast(buf, 1, MPI_BYTE, 0, c); /* sets numacoll up on c with these values */
+        int active = numacoll_mpi_comm_active(c);
+        int allactive;
+        PMPI_Allreduce(&active, &allactive, 1, MPI_INT, MPI_MIN, node);
+        if (allactive != 1)
+            say("   warning: numacoll is not active on the duplicate (%d): measuring the MPI "
+                "library's broadcast\n",
+                allactive);
+        for (int k = 0; k < nsz; k++) {
+            meas[i][k] = time_mpi_bcast(c, buf, (size_t)msz[k], &o);
+            pred[i][k] = nc_model_time(&mp, msz[k], (double)set[i].f, set[i].s, set[i].q);
+        }
+        MPI_Comm_free(&c);
+    }
+    say("   %-24s %8s %12s %12s %9s %10s\n", "setting", "m", "model [us]", "measured[us]",
+        "meas/mod", "vs best");
+    for (int k = 0; k < nsz; k++) {
+        double bestm = INFINITY;
+        for (int i = 0; i < nset; i++)
+            bestm = fmin(bestm, meas[i][k]);
+        char ms[32];
+        fmt_size(msz[k], ms, sizeof ms);
+        for (int i = 0; i < nset; i++) {
+            char st[64];
+            snprintf(st, sizeof st, "%sf=%zu s=%d q=%d", i ? "  " : "* ", set[i].f, set[i].s,
+                     set[i].q);
+            say("   %-24s %8s %12.2f %12.2f %9.2f %+9.1f%%\n", st, ms, pred[i][k] * 1e6,
+                meas[i][k] * 1e6, meas[i][k] / pred[i][k], 100 * (meas[i][k] / bestm - 1));
+        }
+    }
+    double bestm = INFINITY;
+    for (int i = 0; i < nset; i++)
+        bestm = fmin(bestm, meas[i][nsz - 1]);
+    double gap = 100 * (meas[0][nsz - 1] / bestm - 1);
+    say("   (* = the model's choice.) At m = 2b the choice is %.1f %% from the best measured "
+        "setting.\n\n",
+        gap);
+
+    /* 6. */
+    nc_tune_section_t sec;
+    memset(&sec, 0, sizeof sec);
+    sec.sig = sig;
+    char v[64], err[512];
+    const struct { const char *k; double x; const char *fmt; } info[] = {
+        {"info.t_per_byte", mp.t, "%.4g"},         {"info.t_w", mp.t_w, "%.4g"},
+        {"info.t_wo", mp.t_wo, "%.4g"},            {"info.t_a", mp.t_a, "%.4g"},
+        {"info.fit_rms", rms, "%.3f"},             {"info.budget", b, "%.0f"},
+        {"info.t_memcpy", t_copy, "%.4g"},         {"info.hop_latency", hop, "%.4g"},
+        {"info.choice_vs_best_pct", gap, "%.1f"},
+    };
+    int ok = 1;
+    snprintf(v, sizeof v, "%zu", best.f);
+    ok &= !nc_tune_section_set(&sec, "BCAST_FRAG_SIZE", v, err, sizeof err);
+    snprintf(v, sizeof v, "%d", best.s);
+    ok &= !nc_tune_section_set(&sec, "BCAST_QUEUE_LEN", v, err, sizeof err);
+    snprintf(v, sizeof v, "%d", best.q);
+    ok &= !nc_tune_section_set(&sec, "BCAST_SETS", v, err, sizeof err);
+    ok &= !nc_tune_section_set(&sec, "BCAST_TREE", tree, err, sizeof err);
+    for (size_t i = 0; i < sizeof info / sizeof info[0]; i++) {
+        snprintf(v, sizeof v, info[i].fmt, info[i].x);
+        ok &= !nc_tune_section_set(&sec, info[i].k, v, err, sizeof err);
+    }
+    time_t tnow = time(NULL);
+    strftime(v, sizeof v, "%Y-%m-%dT%H:%M:%S", localtime(&tnow));
+    ok &= !nc_tune_section_set(&sec, "info.date", v, err, sizeof err);
+    int status = 0;
+    if (rank == 0) {
+        printf("6. tune file section%s\n", o.output ? "" : " (not written: no --output)");
+        printf("   [tune]\n   cpu_model = %s\n   numa_nodes = %d\n   cores = %d\n   p = %d\n",
+               sec.sig.cpu_model, sec.sig.numa_nodes, sec.sig.cores, sec.sig.p);
+        for (int k = 0; k < sec.nkv; k++)
+            printf("   %s = %s\n", sec.kv[k].key, sec.kv[k].value);
+        if (!ok) {
+            fprintf(stderr, "numacoll-tune: %s\n", err);
+            status = 1;
+        }
+        if (ok && o.output) {
+            nc_tunefile_t tf = {0};
+            if (!access(o.output, F_OK) && nc_tunefile_read(o.output, &tf, err, sizeof err)) {
+                fprintf(stderr,
+                        "numacoll-tune: not overwriting %s, which is not a valid tune file: %s\n",
+                        o.output, err);
+                status = 1;
+            } else if (nc_tunefile_put(&tf, &sec) ||
+                       nc_tunefile_write(o.output, &tf, "written by numacoll-tune", err,
+                                         sizeof err)) {
+                fprintf(stderr, "numacoll-tune: %s\n", err);
+                status = 1;
+            } else {
+                printf("   written to %s (%d section%s); numacoll reads it with "
+                       "NUMACOLL_TUNE_FILE=%s or from $XDG_CONFIG_HOME/numacoll/tune\n",
+                       o.output, tf.nsec, tf.nsec == 1 ? "" : "s", o.output);
+            }
+            nc_tunefile_free(&tf);
+        }
+        printf("\n");
+        fflush(stdout);
+    }
+    if (o.plot)
+        plot(&o, &mp, &best, tree, buf, bufbytes, b);
+    say("done in %.1f s\n", now() - t_start);
+    PMPI_Bcast(&status, 1, MPI_INT, 0, node);
+    free(buf);
+    MPI_Comm_free(&node);
+    MPI_Finalize();
+    return status;
+}
