@@ -41,11 +41,12 @@ test-core: build
 	@scripts/install-deps.sh test guest
 	cd build && $(CTEST) $(CTESTFLAGS) -LE mpi
 
+# MPI tests run one at a time: they oversubscribe the node already.
 test-openmpi: build
-	cd build && $(CTEST) $(CTESTFLAGS) -L mpi
+	cd build && $(CTEST) $(CTESTFLAGS) -j 1 -L mpi
 
 test-mpich: build-mpich
-	cd build-mpich && $(CTEST) $(CTESTFLAGS) -L mpi
+	cd build-mpich && $(CTEST) $(CTESTFLAGS) -j 1 -L mpi
 
 test-asan: build-asan
 	cd build-asan && $(CTEST) $(CTESTFLAGS) -LE 'mpi|guest|slow'

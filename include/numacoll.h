@@ -88,6 +88,7 @@ typedef struct numacoll_team_info {
     int leader;             /* leaders[rank] */
     int nleaders;           /* number of distinct leaders (NUMA groups) */
     int oversubscribed;     /* more members than CPUs they may run on */
+    void *seg_base;         /* where this member mapped the segment */
     size_t seg_bytes;       /* whole segment */
     size_t page;            /* page size used for the layout */
     size_t frag_size, queue_len, sets;  /* f, s, q */

@@ -23,6 +23,11 @@
  * With q >= 2 the root fills the next set while readers drain the previous.
  * A zero-byte call still publishes one set, so a member that expects bytes
  * learns it got none (TRUNCATE) instead of waiting for ever.
+ *
+ * Small messages (<= NC_SET_INLINE bytes, "beyond" of the paper): in R2 the
+ * root also copies the data into the set's op line, and in N1 the readers
+ * take it from there: one cache-line transfer instead of three (op, control
+ * block, buffer), no tree notifications, no queue buffer.
  */
 #include <string.h>
 
@@ -73,6 +78,14 @@ static int bcast_root(numacoll_team_t *t, char *buf, size_t bytes, numacoll_copy
         /* R2. relaxed stores published by the release of op just below. */
         atomic_store_explicit(&sc->nreaders, (uint32_t)(t->p - 1), memory_order_relaxed);
         atomic_store_explicit(&sc->bytes, bytes, memory_order_relaxed);
+        if (bytes <= NC_SET_INLINE) {
+            /* Plain stores: every reader of this line's previous use is done
+             * (R1), and the next readers read it after the release below. */
+            if (bytes)
+                copy_frag(buf, fn, ctx, 0, (char *)sc->inline_data, bytes, 1);
+            atomic_store_explicit(&sc->op, seq, memory_order_release);
+            return 0;
+        }
         /* release: nreaders and bytes before op; pairs with the acquire in N1. */
         atomic_store_explicit(&sc->op, seq, memory_order_release);
         /* R3. */
@@ -109,6 +122,14 @@ static int bcast_reader(numacoll_team_t *t, char *buf, size_t mybytes, int root,
             if ((rc = nc_backoff(&b)) < 0)
                 return nc_team_fail(t, rc);
         total = (size_t)atomic_load_explicit(&sc->bytes, memory_order_relaxed);
+        if (total <= NC_SET_INLINE) {
+            size_t n = mybytes < total ? mybytes : total;
+            if (n)
+                copy_frag(buf, fn, ctx, 0, (char *)sc->inline_data, n, 0);
+            /* N3 for the inline case: release pairs with the root's R1. */
+            atomic_fetch_sub_explicit(&sc->nreaders, 1, memory_order_release);
+            break;
+        }
         /* N2. */
         for (int idx = set * per_set; idx < (set + 1) * per_set && done < total; idx++) {
             _Atomic uint32_t *ctl = nc_seg_ctrl(seg, me, idx);

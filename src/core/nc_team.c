@@ -230,7 +230,7 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     if (me != 0)
         rc = nc_seg_attach(&t->seg, r1[0].segname, &layout);
     if (!rc) {
-        nc_seg_first_touch(&t->seg, me);
+        nc_seg_first_touch(&t->seg, me, t->numa[me]);
         if (me == 0)
             for (int i = 0; i < p; i++)
                 nc_seg_leaders(&t->seg)[i] = t->leaders[i];
@@ -337,6 +337,7 @@ NUMACOLL_API int numacoll_team_info(const numacoll_team_t *t, numacoll_team_info
     info->leader = t->leaders[t->rank];
     info->nleaders = t->nleaders;
     info->oversubscribed = t->oversubscribed;
+    info->seg_base = t->seg.base;
     info->seg_bytes = l->total;
     info->page = l->page;
     info->frag_size = l->f;

@@ -32,6 +32,16 @@ static nc_mpi_comm_t *live; /* every state still attached to a communicator */
 
 static _Atomic unsigned long long stat_calls[2][NC_MPI_NCOLL], stat_bytes[2][NC_MPI_NCOLL];
 
+/* The last communicator each thread used, in front of the attribute lookup
+ * (a hash lookup in the MPI library) on every call. Any state's deletion bumps
+ * the generation, so a freed (and maybe reused) handle never hits. */
+static _Atomic unsigned cache_gen = 1;
+static _Thread_local struct {
+    MPI_Comm comm;
+    nc_mpi_comm_t *c;
+    unsigned gen;
+} tcache;
+
 void nc_mpi_count(int coll, int numacoll, size_t bytes)
 {
     atomic_fetch_add_explicit(&stat_calls[numacoll][coll], 1, memory_order_relaxed);
@@ -56,6 +66,8 @@ static int delete_fn(MPI_Comm comm, int kv, void *attr, void *extra)
     (void)kv;
     (void)extra;
     nc_mpi_comm_t *c = attr;
+    /* relaxed: only invalidates caches; a comm is not used while it is freed. */
+    atomic_fetch_add_explicit(&cache_gen, 1, memory_order_relaxed);
     pthread_mutex_lock(&lock);
     if (c->prev)
         c->prev->next = c->next;
@@ -178,10 +190,15 @@ nc_mpi_comm_t *nc_mpi_comm_get(MPI_Comm comm, int coll)
 {
     nc_mpi_comm_t *c = NULL;
     int flag = 0;
+    unsigned gen = atomic_load_explicit(&cache_gen, memory_order_relaxed);
+    if (tcache.c && tcache.comm == comm && tcache.gen == gen) {
+        c = tcache.c;
+        goto have;
+    }
     if (keyval != MPI_KEYVAL_INVALID) {
         PMPI_Comm_get_attr(comm, keyval, &c, &flag);
         if (flag)
-            goto have;
+            goto cache;
     }
     nc_config_t cfg;
     nc_config_snapshot(&cfg);
@@ -214,6 +231,10 @@ nc_mpi_comm_t *nc_mpi_comm_get(MPI_Comm comm, int coll)
         live->prev = c;
     live = c;
     pthread_mutex_unlock(&lock);
+cache:
+    tcache.comm = comm;
+    tcache.c = c;
+    tcache.gen = gen;
 have:
     if (c->state == NC_COMM_PENDING) {
         nc_config_t now;

@@ -182,7 +182,21 @@ void nc_seg_detach(nc_seg_t *seg)
     seg->base = NULL;
 }
 
-void nc_seg_first_touch(nc_seg_t *seg, int rank)
+/* Keep pages where first touch put them: an explicit shared policy for the
+ * range (preferred = this node, still falls back when the node is full).
+ * Automatic NUMA balancing does not migrate pages under an explicit policy
+ * (no MPOL_F_MOF), which it otherwise does after a while (tests/guest). */
+static void keep_on_node(void *addr, size_t bytes, int node)
+{
+    unsigned long mask[16] = {0};
+    if (node < 0 || node >= (int)(sizeof mask * 8) || !bytes)
+        return;
+    mask[node / (8 * sizeof mask[0])] |= 1ul << (node % (8 * sizeof mask[0]));
+    if (mbind(addr, bytes, MPOL_PREFERRED, mask, sizeof mask * 8, 0))
+        nc_log_info(3, "mbind(node %d): %s", node, strerror(errno));
+}
+
+void nc_seg_first_touch(nc_seg_t *seg, int rank, int node)
 {
     const nc_layout_t *l = &seg->l;
     char *blk = nc_seg_rank_block(seg, rank);
@@ -195,6 +209,11 @@ void nc_seg_first_touch(nc_seg_t *seg, int rank)
         /* Header and set pages were written by rank 0 at creation. */
     }
     nc_seg_pids(seg)[rank] = (int32_t)getpid();
+    keep_on_node(blk, l->rank_bytes, node);
+    if (rank == 0) {
+        keep_on_node(seg->base, l->rank_off, node);
+        keep_on_node(nc_seg_barrier(seg), l->barrier_bytes, node);
+    }
     set_random(seg->base, seg->bytes, 0);
 }
 

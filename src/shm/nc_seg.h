@@ -67,11 +67,16 @@ typedef struct nc_seg_hdr {
 #define NC_SEG_LEADERS_OFF 256
 NC_STATIC_ASSERT(sizeof(nc_seg_hdr_t) <= NC_SEG_LEADERS_OFF, "header fits before leaders[]");
 
+#define NC_SET_INLINE 48 /* messages up to this size travel in the op line */
+
 typedef struct nc_set_ctl {
     /* Line 0, written by the root of the call that uses the set. */
     _Atomic uint32_t op;     /* sequence of the call-set published; see nc_bcast.c */
     uint32_t pad0;
     _Atomic uint64_t bytes;  /* the root's total bytes, published by op */
+    /* A message of at most NC_SET_INLINE bytes, published by op: readers get
+     * the data with the line that tells them it is there. */
+    unsigned char inline_data[NC_SET_INLINE];
     /* Line 1, decremented by every reader when it has drained the set. */
     _Atomic uint32_t nreaders NC_ALIGNED(NC_CACHELINE);
 } nc_set_ctl_t;
@@ -126,8 +131,9 @@ static inline char *nc_seg_barrier(const nc_seg_t *seg)
 }
 
 /* First touch of this member's blocks (rank 0 also the header and set pages)
- * with MADV_RANDOM in force, as the paper prescribes. */
-void nc_seg_first_touch(nc_seg_t *seg, int rank);
+ * with MADV_RANDOM in force, as the paper prescribes; then the blocks get a
+ * preferred-node policy for `node` (>= 0) so they stay there. */
+void nc_seg_first_touch(nc_seg_t *seg, int rank, int node);
 
 /* Placement of this member's own blocks per move_pages(). */
 typedef struct nc_placement {

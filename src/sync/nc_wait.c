@@ -38,11 +38,23 @@ void nc_wait_break(const nc_waitctx_t *w)
 int nc_backoff_slow(nc_backoff_t *b)
 {
     const nc_waitctx_t *w = b->w;
+    if (b->pending) {
+        /* The caller re-checked its condition after we saw the error, and it
+         * still fails: now it is real. */
+        if (b->dead >= 0) {
+            nc_log_error("member %d (pid %d) of the team has died; giving up the wait", b->dead,
+                         (int)w->pids[b->dead]);
+            nc_wait_break(w);
+        }
+        return b->pending;
+    }
     sched_yield();
     if (++b->yields & 31)
         return 0;
-    if (atomic_load_explicit(w->broken, memory_order_relaxed))
-        return NUMACOLL_ERR_BROKEN;
+    if (atomic_load_explicit(w->broken, memory_order_relaxed)) {
+        b->pending = NUMACOLL_ERR_BROKEN;
+        return 0;
+    }
     uint64_t now = nc_time_ns();
     if (!b->next_check) {
         b->next_check = now + NC_CHECK_PERIOD_NS;
@@ -53,10 +65,9 @@ int nc_backoff_slow(nc_backoff_t *b)
     b->next_check = now + NC_CHECK_PERIOD_NS;
     for (int i = 0; i < w->p; i++) {
         if (i != w->rank && nc_pid_dead(w->pids[i])) {
-            nc_log_error("member %d (pid %d) of the team has died; giving up the wait", i,
-                         (int)w->pids[i]);
-            nc_wait_break(w);
-            return NUMACOLL_ERR_PEER_DEAD;
+            b->pending = NUMACOLL_ERR_PEER_DEAD;
+            b->dead = i;
+            return 0;
         }
     }
     return 0;

@@ -12,6 +12,9 @@
  * then sched_yield(). While yielding, every ~50 ms the waiter checks the team's
  * broken flag and whether every member's pid is still alive, so a dead peer
  * ends the wait with NUMACOLL_ERR_PEER_DEAD within a fraction of a second.
+ * A death (or the broken flag) is reported on the call after the one that
+ * saw it, i.e. after the caller re-checked its condition: a peer that did
+ * its part and then exited normally is not mistaken for a failure.
  */
 #ifndef NC_WAIT_H
 #define NC_WAIT_H
@@ -32,6 +35,8 @@ typedef struct nc_backoff {
     const nc_waitctx_t *w;
     uint32_t spins, yields;
     uint64_t next_check;
+    int pending; /* an error seen; reported only if the condition still fails */
+    int dead;    /* the member found dead, for the report */
 } nc_backoff_t;
 
 static inline void nc_backoff_init(nc_backoff_t *b, const nc_waitctx_t *w)
@@ -40,6 +45,8 @@ static inline void nc_backoff_init(nc_backoff_t *b, const nc_waitctx_t *w)
     b->spins = 0;
     b->yields = 0;
     b->next_check = 0;
+    b->pending = 0;
+    b->dead = -1;
 }
 
 int nc_backoff_slow(nc_backoff_t *b);

@@ -10,7 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 
-int nc_shm_leftovers(void)
+/* Segments are named /numacoll-<pid of the creating member>-...: count the
+ * ones created by these members (other test runs may be alive meanwhile). */
+static int leftovers_of(const pid_t *pids, int p)
 {
     DIR *d = opendir("/dev/shm");
     if (!d)
@@ -18,13 +20,18 @@ int nc_shm_leftovers(void)
     int n = 0;
     struct dirent *e;
     while ((e = readdir(d)))
-        if (!strncmp(e->d_name, "numacoll-", 9)) {
-            fprintf(stderr, "leftover /dev/shm/%s\n", e->d_name);
-            n++;
+        for (int r = 0; r < p; r++) {
+            char prefix[32];
+            snprintf(prefix, sizeof prefix, "numacoll-%d-", (int)pids[r]);
+            if (!strncmp(e->d_name, prefix, strlen(prefix))) {
+                fprintf(stderr, "leftover /dev/shm/%s\n", e->d_name);
+                n++;
+            }
         }
     closedir(d);
     return n;
 }
+
 
 static uint64_t mix(uint64_t x)
 {
@@ -68,7 +75,7 @@ int nc_fork_run(int p, int timeout_s, nc_fork_body_fn body, void *arg, int expec
 {
     char name[64];
     snprintf(name, sizeof name, "t%d-%ld", (int)getpid(), (long)time(NULL) ^ (long)random());
-    pid_t *pids = calloc((size_t)p, sizeof *pids);
+    pid_t *pids = calloc((size_t)p, sizeof *pids), *all = calloc((size_t)p, sizeof *all);
     fflush(NULL);
     for (int r = 0; r < p; r++) {
         pids[r] = fork();
@@ -78,6 +85,7 @@ int nc_fork_run(int p, int timeout_s, nc_fork_body_fn body, void *arg, int expec
             fflush(NULL);
             _exit(rc ? 1 : 0);
         }
+        all[r] = pids[r];
     }
     int failed = 0, left = p;
     struct timespec t0, now;
@@ -119,6 +127,9 @@ int nc_fork_run(int p, int timeout_s, nc_fork_body_fn body, void *arg, int expec
         usleep(2000);
     }
     free(pids);
+    if (leftovers_of(all, p))
+        failed = 1;
+    free(all);
     /* The rendezvous file of this run must be gone too. */
     char path[128];
     snprintf(path, sizeof path, "/dev/shm/numacoll-boot-%s", name);

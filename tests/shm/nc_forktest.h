@@ -23,13 +23,12 @@
 /* body returns 0 on success; it runs in each child. */
 typedef int (*nc_fork_body_fn)(int rank, int p, const char *name, void *arg);
 
-/* 0 when every child exited 0 within timeout_s; otherwise prints why and
+/* 0 when every child exited 0 within timeout_s and left no segment (named
+ * after its pid) nor the bootstrap file in /dev/shm; otherwise prints why and
  * returns 1 (after killing the children). expect_fail_rank >= 0: that child is
  * allowed to die by a signal (used by the dead-member test). */
 int nc_fork_run(int p, int timeout_s, nc_fork_body_fn body, void *arg, int expect_fail_rank);
 
-/* Count /dev/shm entries that belong to numacoll. */
-int nc_shm_leftovers(void);
 
 /* Deterministic per-call pattern: byte i of call `call`. */
 void nc_pattern_fill(unsigned char *buf, size_t n, uint64_t call);
