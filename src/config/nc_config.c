@@ -241,9 +241,7 @@ int nc_config_set(const char *name, const char *value, nc_param_source_t src)
     }
     pthread_mutex_lock(&global_lock);
     ensure_loaded_locked();
-    nc_param_value_t old = global.v[i];
     global.v[i] = v;
-    int rc = 0;
     /* The cross checks are applied when a team is created (s and q may be
      * changed one after the other); the environment error stays sticky only
      * for the variable that caused it. */
@@ -251,10 +249,9 @@ int nc_config_set(const char *name, const char *value, nc_param_source_t src)
         global_err = 0;
         global_errmsg[0] = '\0';
     }
-    (void)old;
     global_verbose = (int)NC_CFG_NUM(&global, VERBOSE);
     pthread_mutex_unlock(&global_lock);
-    return rc;
+    return 0;
 }
 
 int nc_config_global_verbose(void)

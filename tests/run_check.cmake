@@ -1,18 +1,22 @@
-# Runs one numacoll-bench command and checks what it printed. Used as
+# Runs one tool command and checks what it did (numacoll-bind, numacoll-bench tests):
 #   cmake -DCMD=<exe|arg|arg...> [-DRC=n] [-DGOLDEN=file] [-DFILE=path -DFILE_GOLDEN=file]
-#         [-DMATCH=re1|re2...] [-DSTDERR_LINES=n] -P run_check.cmake
+#         [-DMATCH=re1|re2...] [-DNOMATCH=re] [-DSTDERR_LINES=n] [-DNOT_CREATED=path]
+#         -P run_check.cmake
 # CMD, MATCH: '|'-separated (arguments may hold ';' and blanks). RC: expected exit
 # status (default 0). GOLDEN: stdout must equal this file. FILE/FILE_GOLDEN: the file
 # the command wrote must equal FILE_GOLDEN. With NUMACOLL_UPDATE_GOLDEN=1 in the
 # environment the golden files are rewritten instead. MATCH: every regex must match
-# stdout+stderr. STDERR_LINES: exact number of lines on stderr.
+# stdout+stderr; NOMATCH must not. STDERR_LINES: exact number of lines on stderr.
+# NOT_CREATED: this path must not exist afterwards (the program was not started).
 string(REPLACE "|" ";" _cmd "${CMD}")
 if(NOT DEFINED RC)
   set(RC 0)
 endif()
-if(FILE)
-  file(REMOVE "${FILE}")
-endif()
+foreach(_p FILE NOT_CREATED)
+  if(${_p})
+    file(REMOVE "${${_p}}")
+  endif()
+endforeach()
 execute_process(COMMAND ${_cmd} RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err
                 TIMEOUT 120)
 message("---- stdout\n${_out}---- stderr\n${_err}---- exit ${_rc}")
@@ -55,12 +59,18 @@ if(MATCH)
     endif()
   endforeach()
 endif()
+if(NOMATCH AND "${_out}${_err}" MATCHES "${NOMATCH}")
+  string(APPEND _fail "output matches forbidden: ${NOMATCH}\n")
+endif()
 if(DEFINED STDERR_LINES)
   string(REGEX MATCHALL "\n" _nl "${_err}")
   list(LENGTH _nl _n)
   if(NOT _n EQUAL STDERR_LINES)
     string(APPEND _fail "stderr has ${_n} lines, expected ${STDERR_LINES}\n")
   endif()
+endif()
+if(NOT_CREATED AND EXISTS "${NOT_CREATED}")
+  string(APPEND _fail "the program was started (${NOT_CREATED} exists)\n")
 endif()
 if(_fail)
   message(FATAL_ERROR "${_fail}")
