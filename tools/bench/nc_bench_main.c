@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "nc_tool_abort.h"
 #include "numacoll_mpi.h"
 
 #ifndef NUMACOLL_VERSION
@@ -285,7 +286,7 @@ int main(int argc, char **argv)
     struct nc_bench_results res = {0};
     if (rank == 0 && nc_bench_results_init(&res, &ctx)) {
         fprintf(stderr, "numacoll-bench: out of memory\n");
-        PMPI_Abort(MPI_COMM_WORLD, 1);
+        nc_tool_abort(MPI_COMM_WORLD, 1);
     }
     struct nc_bench_result scratch, *out;
     int flag_impl = o.limits ? ctx.nimpl_all - 1 : -1;

@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nc_tool_abort.h"
 #include "numacoll_mpi.h"
 
 static double now(void)
@@ -64,9 +65,7 @@ static void die(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fputc('\n', stderr);
-    fflush(stderr);
-    PMPI_Abort(MPI_COMM_WORLD, 4);
-    abort();
+    nc_tool_abort(MPI_COMM_WORLD, 4);
 }
 
 static inline void cpu_relax(void)

@@ -33,6 +33,7 @@
 #include "config/nc_tunefile.h"
 #include "nc_tune_model.h"
 #include "numacoll.h"
+#include "nc_tool_abort.h"
 #include "numacoll_mpi.h"
 
 #define FMAX ((size_t)64 << 20)
@@ -199,7 +200,7 @@ static numacoll_team_t *team_for(const nc_tune_setting_t *c, const char *tree)
         if (rank == 0)
             fprintf(stderr, "numacoll-tune: team (f=%zu s=%d q=%d tree=%s): %s\n", c->f, c->s, c->q,
                     tree, numacoll_strerror(rc));
-        MPI_Abort(MPI_COMM_WORLD, 1);
+        nc_tool_abort(MPI_COMM_WORLD, 1);
     }
     return t;
 }
@@ -474,7 +475,7 @@ int main(int argc, char **argv)
     nc_tune_sig_t sig;
     if (nc_tune_sig_local(&sig)) {
         say("numacoll-tune: cannot read this machine's topology\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
+        nc_tool_abort(MPI_COMM_WORLD, 1);
     }
     sig.p = p;
     hwloc_topology_t topo;
@@ -521,7 +522,7 @@ int main(int argc, char **argv)
     size_t bufbytes = (size_t)fmax(4 * 16 * 16 * (double)page, 2 * b) + page;
     char *buf = malloc(bufbytes);
     if (!buf)
-        MPI_Abort(MPI_COMM_WORLD, 1);
+        nc_tool_abort(MPI_COMM_WORLD, 1);
     memset(buf, rank, bufbytes);
     say("2. broadcasts for the fit (tree kary:2, q=1, root 0; per call t_max over members, 20th percentile over calls)\n");
     say("   %8s %5s %10s %12s\n", "f", "s", "m", "time [us]");
@@ -542,7 +543,7 @@ int main(int argc, char **argv)
     if (frc) {
         say("numacoll-tune: the fit failed (%s); measurements too noisy?\n",
             numacoll_strerror(frc));
-        MPI_Abort(MPI_COMM_WORLD, 1);
+        nc_tool_abort(MPI_COMM_WORLD, 1);
     }
     say("   fit: t = %.3g s/byte (%.2f GB/s), t_W = %.3g s, t_WO = %.3g s, t_A = %.3g s "
         "(measured); relative RMS residual %.1f %%\n\n",
@@ -552,7 +553,7 @@ int main(int argc, char **argv)
     nc_tune_setting_t best;
     if (nc_tune_choose(&mp, b, page, FMAX, SMAX, &best)) {
         say("numacoll-tune: no optimum for these constants\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
+        nc_tool_abort(MPI_COMM_WORLD, 1);
     }
     say("3. model optimum for b = %s: f* = sqrt(b t_W / t) = %.0f -> %zu bytes (%zu pages), "
         "s* = b / f* = %d\n\n",
