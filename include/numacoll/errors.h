@@ -17,7 +17,8 @@
     X(PEER_DEAD,  -9, "a member of the team has died")                                 \
     X(BROKEN,    -10, "the team is unusable after an earlier fatal error")             \
     X(TIMEOUT,   -11, "timed out waiting for the other members")                       \
-    X(NOTSUP,    -12, "not supported here")
+    X(NOTSUP,    -12, "not supported here")                                           \
+    X(ROOT,      -13, "members disagree on the root of the call")
 
 enum {
 #define NUMACOLL_ERR_ENUM_(name, code, msg) NUMACOLL_ERR_##name = (code),

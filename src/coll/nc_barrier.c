@@ -490,15 +490,25 @@ NUMACOLL_API int numacoll_barrier(numacoll_team_t *t)
         return NUMACOLL_ERR_BROKEN;
     if (t->p == 1)
         return 0;
+    /* Broadcasts this member deferred are resolved before it waits here, so
+     * a root waiting for them is not left waiting (coll/nc_bcast.c). A size
+     * mismatch found now is reported after the barrier. */
+    int frc = t->ring_pending ? nc_bcast_flush(t) : 0, rc;
+    if (frc && frc != NUMACOLL_ERR_TRUNCATE)
+        return frc;
     nc_bar_t *b = t->barrier_state;
     switch (b->alg) {
     case NC_BAR_REARRANGED:
     case NC_BAR_PADDED:
-        return bar_tree(t, b);
+        rc = bar_tree(t, b);
+        break;
     case NC_BAR_DISSEMINATION:
-        return bar_dissemination(t, b);
+        rc = bar_dissemination(t, b);
+        break;
     case NC_BAR_CENTRAL:
     default:
-        return bar_central(t, b);
+        rc = bar_central(t, b);
+        break;
     }
+    return rc ? rc : frc;
 }

@@ -89,6 +89,8 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
                 "move_pages");
     nc_log_info(1, "  %-10s %10zu %10zu %6d %5d (with member 0)", "header", l->hdr_off,
                 l->hdr_bytes, 0, t->numa[0]);
+    nc_log_info(1, "  %-10s %10zu %10zu %6d %5d (with member 0)", "call ring", l->calls_off,
+                l->calls_bytes, 0, t->numa[0]);
     nc_log_info(1, "  %-10s %10zu %10zu %6d %5d (with member 0)", "sets", l->sets_off,
                 (size_t)l->q * l->set_bytes, 0, t->numa[0]);
     for (int i = 0; i < t->p; i++) {
@@ -303,7 +305,8 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     t->wait.pids = t->pids;
     t->wait.broken = &nc_seg_hdr(&t->seg)->broken;
     t->wait.spin_limit = t->oversubscribed ? 0 : (uint32_t)NC_CFG_NUM(&cfg, SPIN_COUNT);
-    t->bcast_op = nc_test_seq0;
+    t->bcast_call = t->bcast_op = nc_test_seq0;
+    t->ring_acked = nc_test_seq0 - 1u;
     t->bcast_set = 0;
     if (rc) {
         /* Local failures here (memory) cannot be agreed on any more: the
@@ -322,6 +325,9 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
 
 NUMACOLL_API void numacoll_team_destroy(numacoll_team_t *t)
 {
+    /* A root may still wait for this member to drain a call it deferred. */
+    if (t && !t->broken)
+        nc_bcast_flush(t);
     team_free(t);
 }
 
@@ -347,6 +353,8 @@ NUMACOLL_API int numacoll_team_info(const numacoll_team_t *t, numacoll_team_info
     info->layout = t->cfg.v[NC_P_SEG_LAYOUT].text;
     info->hdr_off = l->hdr_off;
     info->hdr_bytes = l->hdr_bytes;
+    info->calls_off = l->calls_off;
+    info->calls_bytes = l->calls_bytes;
     info->sets_off = l->sets_off;
     info->set_bytes = l->set_bytes;
     info->rank_off = l->rank_off;

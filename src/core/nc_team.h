@@ -26,9 +26,12 @@ struct numacoll_team {
     nc_waitctx_t wait;
     int broken;         /* a fatal error happened: every later call fails */
 
-    /* bcast: identical on every member, advanced once per set use */
+    /* bcast: identical on every member; call: once per call, op: once per set use */
+    uint32_t bcast_call;
     uint32_t bcast_op;
     int bcast_set;
+    uint32_t ring_acked;   /* lowest ack of the others, as last read (roots only) */
+    uint32_t ring_pending; /* calls before bcast_call not yet resolved (see nc_bcast.c) */
 
     /* barrier: per-algorithm state (coll/nc_barrier.c) */
     uint32_t barrier_seq;
@@ -52,6 +55,9 @@ static inline int nc_team_fail(struct numacoll_team *t, int rc)
         nc_wait_break(&t->wait);
     return rc;
 }
+
+/* Resolve the calls this member deferred (coll/nc_bcast.c). */
+int nc_bcast_flush(struct numacoll_team *t);
 
 /* Barrier module hooks (coll/nc_barrier.c). */
 size_t nc_barrier_shm_bytes(int p, const nc_config_t *cfg);

@@ -25,6 +25,8 @@ static int intra(nc_mpi_comm_t *c, void *buf, int count, MPI_Datatype dt, size_t
 {
     if (!c->team)
         return 0;
+    if (!bytes)
+        return numacoll_bcast(c->team, NULL, 0, lroot);
     char *start;
     if (nc_dtype_contiguous(buf, count, dt, &start))
         return numacoll_bcast(c->team, start, bytes, lroot);

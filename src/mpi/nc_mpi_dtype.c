@@ -5,15 +5,57 @@
 
 #define NC_STAGE_BYTES (64u << 10)
 
+/* Predefined types whose elements are their bytes, back to back. */
+static int basic_contiguous(MPI_Datatype dt)
+{
+    return dt == MPI_BYTE || dt == MPI_CHAR || dt == MPI_SIGNED_CHAR || dt == MPI_UNSIGNED_CHAR ||
+           dt == MPI_SHORT || dt == MPI_UNSIGNED_SHORT || dt == MPI_INT || dt == MPI_UNSIGNED ||
+           dt == MPI_LONG || dt == MPI_UNSIGNED_LONG || dt == MPI_LONG_LONG ||
+           dt == MPI_UNSIGNED_LONG_LONG || dt == MPI_FLOAT || dt == MPI_DOUBLE ||
+           dt == MPI_INT8_T || dt == MPI_INT16_T || dt == MPI_INT32_T || dt == MPI_INT64_T ||
+           dt == MPI_UINT8_T || dt == MPI_UINT16_T || dt == MPI_UINT32_T || dt == MPI_UINT64_T ||
+           dt == MPI_PACKED;
+}
+
+/* Do the type's bytes come in typemap order? Only types built from ordered
+ * parts are taken as such: a struct or an indexed type can be gap-free and
+ * still permuted (displacements 4, 0), and a plain copy would then reorder
+ * the data between ranks that use different (count, type) pairs. */
+static int in_order(MPI_Datatype dt, int depth)
+{
+    int ni, na, nd, comb;
+    PMPI_Type_get_envelope(dt, &ni, &na, &nd, &comb);
+    if (comb == MPI_COMBINER_NAMED)
+        return 1;
+    if (depth > 8 || nd != 1 || ni > 4 || na > 4 ||
+        (comb != MPI_COMBINER_DUP && comb != MPI_COMBINER_CONTIGUOUS &&
+         comb != MPI_COMBINER_RESIZED))
+        return 0;
+    int ints[4];
+    MPI_Aint addrs[4];
+    MPI_Datatype inner;
+    PMPI_Type_get_contents(dt, ni, na, nd, ints, addrs, &inner);
+    int ok = in_order(inner, depth + 1);
+    int ini, ina, ind, icomb;
+    PMPI_Type_get_envelope(inner, &ini, &ina, &ind, &icomb);
+    if (icomb != MPI_COMBINER_NAMED)
+        PMPI_Type_free(&inner);
+    return ok;
+}
+
 int nc_dtype_contiguous(void *buf, int count, MPI_Datatype dt, char **start)
 {
+    if (basic_contiguous(dt)) {
+        *start = buf;
+        return 1;
+    }
     int size;
     MPI_Aint lb, extent, tlb, textent;
     PMPI_Type_size(dt, &size);
     PMPI_Type_get_extent(dt, &lb, &extent);
     PMPI_Type_get_true_extent(dt, &tlb, &textent);
-    /* No holes inside an element, and elements back to back. */
-    if ((MPI_Aint)size != textent || (count > 1 && extent != textent))
+    /* No holes inside an element, elements back to back, bytes in order. */
+    if ((MPI_Aint)size != textent || (count > 1 && extent != textent) || !in_order(dt, 0))
         return 0;
     *start = (char *)buf + tlb;
     return 1;

@@ -30,7 +30,9 @@ int nc_layout_compute(nc_layout_t *l, int p, size_t f, int s, int q, int kind, s
 
     l->hdr_off = 0;
     l->hdr_bytes = nc_round_up(NC_SEG_LEADERS_OFF + 2 * sizeof(int32_t) * (size_t)p, page);
-    l->sets_off = l->hdr_off + l->hdr_bytes;
+    l->calls_off = l->hdr_off + l->hdr_bytes;
+    l->calls_bytes = nc_round_up((size_t)(NC_CALL_RING + p) * NC_CACHELINE, page);
+    l->sets_off = l->calls_off + l->calls_bytes;
     l->set_bytes = page;
     l->rank_off = l->sets_off + (size_t)q * l->set_bytes;
     if (kind == NC_LAYOUT_PAPER) {
@@ -107,11 +109,16 @@ int nc_seg_create(nc_seg_t *seg, const nc_layout_t *l, uint32_t seq0)
     h->sets = (uint32_t)l->q;
     h->layout = (uint32_t)l->kind;
     atomic_store_explicit(&h->broken, 0, memory_order_relaxed);
+    /* Values no reader expects first: call c is first announced as c >= seq0
+     * and set k first published as seq0 + k; every member has resolved the
+     * calls before seq0. */
+    for (uint32_t c = 0; c < NC_CALL_RING; c++)
+        atomic_store_explicit(&nc_seg_call(seg, c)->seq, seq0 - 1u, memory_order_relaxed);
+    for (int i = 0; i < l->p; i++)
+        atomic_store_explicit(&nc_seg_ack(seg, i)->done, seq0 - 1u, memory_order_relaxed);
     for (int k = 0; k < l->q; k++) {
         nc_set_ctl_t *sc = nc_seg_set(seg, k);
-        /* A value no reader expects first: set k is first published as seq0 + k. */
         atomic_store_explicit(&sc->op, seq0 - 1u, memory_order_relaxed);
-        atomic_store_explicit(&sc->bytes, 0, memory_order_relaxed);
         atomic_store_explicit(&sc->nreaders, 0, memory_order_relaxed);
     }
     /* release: header and set pages visible before ready; pairs with the
@@ -206,7 +213,7 @@ void nc_seg_first_touch(nc_seg_t *seg, int rank, int node)
         blk[off] = 0;
     if (rank == 0) {
         memset(nc_seg_barrier(seg), 0, l->barrier_bytes);
-        /* Header and set pages were written by rank 0 at creation. */
+        /* Header, call ring and set pages were written by rank 0 at creation. */
     }
     nc_seg_pids(seg)[rank] = (int32_t)getpid();
     keep_on_node(blk, l->rank_bytes, node);
@@ -221,7 +228,8 @@ void nc_seg_first_touch(nc_seg_t *seg, int rank, int node)
 static void block_name(const nc_layout_t *l, size_t off, char *buf, size_t len)
 {
     if (off < l->sets_off)
-        snprintf(buf, len, "header/leaders page %zu", off / l->page);
+        snprintf(buf, len, "%s page %zu", off < l->calls_off ? "header/leaders" : "call ring",
+                 off < l->calls_off ? off / l->page : (off - l->calls_off) / l->page);
     else if (off < l->rank_off)
         snprintf(buf, len, "set page %zu", (off - l->sets_off) / l->set_bytes);
     else if (off < l->bcast_bytes) {

@@ -3,11 +3,15 @@
  * placement check.
  *
  * Layout (every block page-aligned; numbers for p=8, s=8, f=8 KiB, q=2, 4 KiB
- * pages, layout=paper: 4 + 8 + 8*8*(4+8) = 780 KiB, the paper's figure 1):
+ * pages, layout=paper: 4 + 8 + 8*8*(4+8) = 780 KiB, the paper's figure 1, plus
+ * 8 KiB of call ring):
  *
  *   offset                 block                                  written by / placed on
  *   0                      header | leaders[p] | pids[p]          rank 0 / rank 0's node
- *   hdr_bytes              q set pages: {op, bytes} on one line,  root of a call / rank 0
+ *   hdr_bytes              call ring: NC_CALL_RING slots of one   root of a call announces it
+ *                          line {seq, root, bytes, inline data},  (and small data) / rank 0
+ *                          then one ack line per member           member i: calls resolved
+ *   calls_off+calls_bytes  q set pages: op on one line,           root of a call / rank 0
  *                          nreaders on the next line              readers decrement
  *   rank_off + i*rank_bytes  member i: s control blocks           parent in the tree writes a
  *                          (paper: a page each, compact: a line   fragment size, member i reads
@@ -16,8 +20,8 @@
  *                          each rounded up to whole pages         (or a relay) / member i's node
  *   barrier_off            barrier flags (see coll/nc_barrier.c)  per algorithm
  *
- * Size: hdr + q*page + p*(ctrl + s*roundup(f, page)) + barrier, where hdr is
- * one page for p <= 500 and ctrl is s pages (paper) or roundup(s*64, page)
+ * Size: hdr + calls + q*page + p*(ctrl + s*roundup(f, page)) + barrier, where hdr is
+ * one page for p <= 500, calls is roundup((NC_CALL_RING + p) * 64, page) and ctrl is s pages (paper) or roundup(s*64, page)
  * (compact). nc_layout_compute() is the only place that computes offsets.
  */
 #ifndef NC_SEG_H
@@ -30,13 +34,14 @@
 #include "common/nc_common.h"
 
 #define NC_SEG_MAGIC UINT64_C(0x4c4c4f43414d554e) /* "NUMACOLL" */
-#define NC_SEG_VERSION 1u
+#define NC_SEG_VERSION 2u
 
 typedef struct nc_layout {
     size_t page;
     int p, s, q, kind; /* kind: NC_LAYOUT_PAPER or NC_LAYOUT_COMPACT */
     size_t f;
     size_t hdr_off, hdr_bytes;
+    size_t calls_off, calls_bytes;  /* call ring + ack lines */
     size_t sets_off, set_bytes;
     size_t rank_off, rank_bytes;
     size_t ctrl_stride, ctrl_bytes; /* within a member block */
@@ -67,16 +72,33 @@ typedef struct nc_seg_hdr {
 #define NC_SEG_LEADERS_OFF 256
 NC_STATIC_ASSERT(sizeof(nc_seg_hdr_t) <= NC_SEG_LEADERS_OFF, "header fits before leaders[]");
 
-#define NC_SET_INLINE 48 /* messages up to this size travel in the op line */
+/*
+ * The call ring (coll/nc_bcast.c): call c is announced in slot c % NC_CALL_RING
+ * by its root; a message of at most NC_CALL_INLINE bytes travels in the slot,
+ * so a reader gets the data with the line that tells it the data is there.
+ * Member i stores in its ack line the last call up to which it has read every
+ * slot; a root reuses a slot once every member's ack passed the slot's
+ * previous call.
+ */
+#define NC_CALL_RING 64
+#define NC_CALL_INLINE 48
+
+typedef struct nc_call_slot {
+    _Atomic uint32_t seq;   /* the call announced here, published last */
+    uint32_t root;          /* the call's root, published by seq */
+    uint64_t bytes;         /* the root's bytes, published by seq */
+    unsigned char inline_data[NC_CALL_INLINE];
+} nc_call_slot_t;
+NC_STATIC_ASSERT(sizeof(nc_call_slot_t) == NC_CACHELINE, "a call slot is one line");
+
+typedef struct nc_call_ack {
+    _Atomic uint32_t done NC_ALIGNED(NC_CACHELINE);
+} nc_call_ack_t;
+NC_STATIC_ASSERT(sizeof(nc_call_ack_t) == NC_CACHELINE, "an ack is one line");
 
 typedef struct nc_set_ctl {
     /* Line 0, written by the root of the call that uses the set. */
     _Atomic uint32_t op;     /* sequence of the call-set published; see nc_bcast.c */
-    uint32_t pad0;
-    _Atomic uint64_t bytes;  /* the root's total bytes, published by op */
-    /* A message of at most NC_SET_INLINE bytes, published by op: readers get
-     * the data with the line that tells them it is there. */
-    unsigned char inline_data[NC_SET_INLINE];
     /* Line 1, decremented by every reader when it has drained the set. */
     _Atomic uint32_t nreaders NC_ALIGNED(NC_CACHELINE);
 } nc_set_ctl_t;
@@ -108,6 +130,14 @@ static inline int32_t *nc_seg_leaders(const nc_seg_t *seg)
 static inline int32_t *nc_seg_pids(const nc_seg_t *seg)
 {
     return nc_seg_leaders(seg) + seg->l.p;
+}
+static inline nc_call_slot_t *nc_seg_call(const nc_seg_t *seg, uint32_t call)
+{
+    return (nc_call_slot_t *)((char *)seg->base + seg->l.calls_off) + call % NC_CALL_RING;
+}
+static inline nc_call_ack_t *nc_seg_ack(const nc_seg_t *seg, int rank)
+{
+    return (nc_call_ack_t *)((char *)seg->base + seg->l.calls_off) + NC_CALL_RING + rank;
 }
 static inline nc_set_ctl_t *nc_seg_set(const nc_seg_t *seg, int set)
 {

@@ -86,6 +86,13 @@ static void dtype_test(MPI_Comm comm, const char *shape)
     MPI_Type_commit(&sthole);
     MPI_Type_create_resized(MPI_DOUBLE, 0, 3 * sizeof(double), &rs); /* stride 3 by extent */
     MPI_Type_commit(&rs);
+    /* Gap-free but permuted: {int at 4, int at 0}; size == true extent, yet
+     * its bytes go out second int first. */
+    int pbl[2] = {1, 1};
+    MPI_Aint pdis[2] = {sizeof(int), 0};
+    MPI_Datatype pty[2] = {MPI_INT, MPI_INT}, perm;
+    MPI_Type_create_struct(2, pbl, pdis, pty, &perm);
+    MPI_Type_commit(&perm);
 
     for (int root = 0; root < size; root++) {
         /* vector: N doubles as 1 vector at receivers */
@@ -134,6 +141,21 @@ static void dtype_test(MPI_Comm comm, const char *shape)
             bad = a[i].a != i * 0.5 + root || a[i].b != i * 3 + root || a[i].pad != 12345;
         CHECK(!bad, "%s struct root %d", shape, root);
         free(a);
+        /* permuted: the root sends 3000 pairs through perm, the others take
+         * 6000 ints, each pair swapped */
+        int *pi = malloc(6000 * sizeof *pi);
+        for (int i = 0; i < 6000; i++)
+            pi[i] = rank == root ? i * 7 + root : -1;
+        if (rank == root)
+            MPI_Bcast(pi, 3000, perm, root, comm);
+        else {
+            MPI_Bcast(pi, 6000, MPI_INT, root, comm);
+            int b3 = 0;
+            for (int i = 0; i < 6000 && !b3; i++)
+                b3 = pi[i] != (i ^ 1) * 7 + root;
+            CHECK(!b3, "%s permuted struct root %d", shape, root);
+        }
+        free(pi);
         /* resized: 5000 doubles at stride 3 */
         if (rank == root)
             MPI_Bcast(src, 5000, MPI_DOUBLE, root, comm);
@@ -152,6 +174,7 @@ static void dtype_test(MPI_Comm comm, const char *shape)
     MPI_Type_free(&st);
     MPI_Type_free(&sthole);
     MPI_Type_free(&rs);
+    MPI_Type_free(&perm);
     free(src);
     free(dst);
 }

@@ -142,6 +142,61 @@ static int body_truncate(int rank, int p, const char *name, void *arg)
     return 0;
 }
 
+/* ---- the call ring: many calls, deferred zero-byte calls, late mismatches ---- */
+static int body_ring(int rank, int p, const char *name, void *arg)
+{
+    (void)arg;
+    numacoll_bootstrap_t *bs;
+    numacoll_team_t *t;
+    CHECK(numacoll_bootstrap_named(name, rank, p, &bs) == 0, "bootstrap");
+    CHECK(numacoll_team_create(bs, &t) == 0, "team");
+    static unsigned char buf[200000 + GUARD];
+    uint64_t call = 1000;
+    /* 1. Ten ring turns of inline, zero and set-path calls with rotating roots. */
+    static const size_t sizes[] = {0, 1, 48, 49, 0, 0, 5000, 0, 47, 100000, 0};
+    for (int i = 0; i < 10 * NC_CALL_RING; i++)
+        if (one_call(t, buf, sizes[i % NC_ARRAY_SIZE(sizes)], (i / 3) % p, ++call, rank))
+            return 1;
+    /* 2. Long runs of zero-byte calls (deferred by the readers), then data. */
+    for (int i = 0; i < 5 * NC_CALL_RING; i++)
+        CHECK(numacoll_bcast(t, buf, 0, i % 7 == 0 ? p - 1 : 0) == 0, "zero-byte call %d", i);
+    if (one_call(t, buf, 33, p - 1, ++call, rank) || one_call(t, buf, 70000, 0, ++call, rank))
+        return 1;
+    /* 3. The root sends 10 bytes, rank 1 passes 0: it returns at once, and its
+     * next call reports the mismatch and still delivers its own data. */
+    int rc = numacoll_bcast(t, buf, rank == 1 ? 0 : 10, 0);
+    CHECK(rc == 0, "rank %d: deferred call: %d", rank, rc);
+    nc_pattern_fill(buf, 20, 5);
+    rc = numacoll_bcast(t, buf, 20, 0);
+    CHECK(rc == (rank == 1 ? NUMACOLL_ERR_TRUNCATE : 0), "rank %d: late mismatch: %d", rank, rc);
+    CHECK(nc_pattern_check(buf, 20, 5) < 0, "rank %d: data of the call after a mismatch", rank);
+    /* 4. The same with a message through the sets, found by the barrier; the
+     * root then reuses its sets (it would hang if rank 1 had not drained). */
+    if (rank == 0)
+        nc_pattern_fill(buf, 150000, 6);
+    rc = numacoll_bcast(t, buf, rank == 1 ? 0 : 150000, 0);
+    CHECK(rc == 0, "rank %d: deferred large call: %d", rank, rc);
+    rc = numacoll_barrier(t);
+    CHECK(rc == (rank == 1 ? NUMACOLL_ERR_TRUNCATE : 0), "rank %d: barrier after: %d", rank, rc);
+    CHECK(rank == 1 || nc_pattern_check(buf, 150000, 6) < 0, "rank %d: large data", rank);
+    for (int i = 0; i < 3; i++)
+        if (one_call(t, buf, 150000, 0, ++call, rank))
+            return 1;
+    /* 5. Rank p-1 names another root: NUMACOLL_ERR_ROOT there, the others get
+     * their data, nobody hangs. */
+    if (rank == 0)
+        nc_pattern_fill(buf, 90000, 7);
+    rc = numacoll_bcast(t, buf, 90000, rank == p - 1 ? 1 : 0);
+    CHECK(rc == (rank == p - 1 ? NUMACOLL_ERR_ROOT : 0), "rank %d: root mismatch: %d", rank, rc);
+    CHECK(rank == p - 1 || nc_pattern_check(buf, 90000, 7) < 0, "rank %d: data", rank);
+    /* The team is still fine. */
+    if (one_call(t, buf, 40, 1, ++call, rank) || one_call(t, buf, 5000, 2 % p, ++call, rank))
+        return 1;
+    numacoll_team_destroy(t);
+    numacoll_bootstrap_named_free(bs);
+    return 0;
+}
+
 /* ---- the callback form: receivers scatter every byte to an odd offset ----------- */
 typedef struct strided {
     unsigned char *base;
@@ -225,10 +280,13 @@ int main(int argc, char **argv)
         rc = run_all(&run, ps, 2, 100);
     } else if (!strcmp(mode, "truncate")) {
         rc = nc_fork_run(4, 60, body_truncate, NULL, -1);
+    } else if (!strcmp(mode, "ring")) {
+        nc_test_seq0 = UINT32_MAX - 100; /* the ring's counters wrap too */
+        rc = nc_fork_run(3, 100, body_ring, NULL, -1) || nc_fork_run(4, 100, body_ring, NULL, -1);
     } else if (!strcmp(mode, "callback")) {
         rc = nc_fork_run(3, 60, body_callback, NULL, -1);
     } else {
-        fprintf(stderr, "usage: test_bcast sizes|matrix TREE|wrap|layouts|truncate|callback\n");
+        fprintf(stderr, "usage: test_bcast sizes|matrix TREE|wrap|layouts|truncate|ring|callback\n");
         return 2;
     }
     printf("%s\n", rc ? "FAILED" : "PASSED");

@@ -76,7 +76,7 @@ int nc_info_job(const nc_info_opts_t *o, int argc, char **argv)
                             sizeof me.bufs);
         if (info.rank == 0) {
             nc_info_pages_where(base + l->hdr_off, l->hdr_bytes, l->page, me.hdr, sizeof me.hdr);
-            nc_info_pages_where(base + l->sets_off, (size_t)l->q * l->set_bytes, l->page, me.sets,
+            nc_info_pages_where(base + l->calls_off, l->rank_off - l->calls_off, l->page, me.sets,
                                 sizeof me.sets);
             nc_info_pages_where(base + l->barrier_off, l->barrier_bytes, l->page, me.bar,
                                 sizeof me.bar);

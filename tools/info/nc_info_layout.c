@@ -30,7 +30,7 @@ int nc_info_layout_rows(const nc_layout_t *l, const int *numa, nc_info_block_t *
     r->intended = numa[owner_];                                        \
     snprintf(r->actual, sizeof r->actual, "-")
     ROW(l->hdr_off, l->hdr_bytes, 0, "header|leaders[%d]|pids", l->p);
-    ROW(l->sets_off, (size_t)l->q * l->set_bytes, 0, "sets: op/nreaders x%d", l->q);
+    ROW(l->calls_off, l->rank_off - l->calls_off, 0, "calls x%d|acks|sets x%d", NC_CALL_RING, l->q);
     for (int i = 0; i < l->p; i++) {
         size_t base = l->rank_off + (size_t)i * l->rank_bytes;
         ROW(base, l->ctrl_bytes, i, "member %d: %d controls", i, l->s);
@@ -48,9 +48,9 @@ void nc_info_print_layout(FILE *out, const nc_layout_t *l, const nc_config_t *cf
             note ? note : "");
     fprintf(out, "p=%d f=%zu s=%d q=%d tree=%s layout=%s page=%zu\n", l->p, l->f, l->s, l->q,
             cfg->v[NC_P_BCAST_TREE].text, cfg->v[NC_P_SEG_LAYOUT].text, l->page);
-    fprintf(out, "total %zu bytes = header %zu + sets %d x %zu + %d members x %zu "
+    fprintf(out, "total %zu bytes = header %zu + call ring %zu + sets %d x %zu + %d members x %zu "
                  "(controls %zu + %d x %zu buffer) + barrier %zu\n",
-            l->total, l->hdr_bytes, l->q, l->set_bytes, l->p, l->rank_bytes, l->ctrl_bytes, l->s,
+            l->total, l->hdr_bytes, l->calls_bytes, l->q, l->set_bytes, l->p, l->rank_bytes, l->ctrl_bytes, l->s,
             l->buf_stride, l->barrier_bytes);
     fprintf(out, "  %10s %10s %6s  %-28s %5s %8s  %s\n", "offset", "bytes", "pages", "block",
             "owner", "intended", "move_pages");
@@ -194,7 +194,7 @@ static void live_member(const nc_info_machine_t *mach, int p, int rank, const ch
         sh->placement = info.placement;
         snprintf(sh->detail, sizeof sh->detail, "%s", info.placement_detail);
         nc_info_pages_where(base + l->hdr_off, l->hdr_bytes, l->page, me->hdr, sizeof me->hdr);
-        nc_info_pages_where(base + l->sets_off, (size_t)l->q * l->set_bytes, l->page, me->sets,
+        nc_info_pages_where(base + l->calls_off, l->rank_off - l->calls_off, l->page, me->sets,
                             sizeof me->sets);
         nc_info_pages_where(base + l->barrier_off, l->barrier_bytes, l->page, me->bar,
                             sizeof me->bar);
