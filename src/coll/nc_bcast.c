@@ -4,10 +4,12 @@
  * announcements.
  *
  * Every call c is announced in slot c % NC_CALL_RING of the call ring
- * (shm/nc_seg.h) with its root and size; at most NC_CALL_INLINE bytes travel
- * in the slot itself ("beyond" of the paper): one cache-line transfer per
- * small call, and no round trip, because a root only needs the readers' acks
- * once per ring turn. Larger messages then go through the paper's queue:
+ * (shm/nc_seg.h) with its root and size; messages of at most
+ * NUMACOLL_BCAST_INLINE_MAX (t->inline_max <= NC_CALL_INLINE) bytes travel
+ * in the slot itself ("beyond" of the paper): up to 48 bytes share the line
+ * of the announcement, so a small call costs one cache-line transfer, and no
+ * round trip, because a root needs the readers' acks only once per ring turn.
+ * Larger messages then go through the paper's queue:
  * every member owns s fragment buffers and s control blocks, split into q
  * sets of s/q buffers; only the root's buffers carry data in a call, control
  * blocks carry fragment sizes down the tree. Every member keeps (call, op,
@@ -23,7 +25,7 @@
  *   C3. wait until seq == c; take root, bytes and the inline data.
  * Everyone, after C2 or C3:
  *   C4. ack = c (release), or count c as pending when earlier calls are.
- * Large messages (more than NC_CALL_INLINE bytes), root, per set use:
+ * Large messages (more than t->inline_max bytes), root, per set use:
  *   R1. wait until nreaders[set] == 0 (every reader drained its last use);
  *   R2. nreaders[set] = p-1, op[set] = seq (publish);
  *   R3. for each buffer index of the set while data remains: copy the next
@@ -123,7 +125,7 @@ static int ring_wait_call(numacoll_team_t *t, uint32_t c, nc_call_slot_t **out)
     return 0;
 }
 
-/* R1-R3 for a call of more than NC_CALL_INLINE bytes. */
+/* R1-R3 for a call of more than t->inline_max bytes. */
 static int sets_root(numacoll_team_t *t, char *buf, size_t bytes, numacoll_copy_fn fn, void *ctx)
 {
     const nc_seg_t *seg = &t->seg;
@@ -227,7 +229,7 @@ static int resolve(numacoll_team_t *t, uint32_t c)
     nc_log_error("bcast call %u of this team: member %d (the root) sent %zu bytes, member %d "
                  "passed 0 bytes",
                  (unsigned)(c - nc_test_seq0), root, total, t->rank);
-    if (total > NC_CALL_INLINE && (rc = sets_reader(t, NULL, 0, total, root, NULL, NULL)))
+    if (total > t->inline_max && (rc = sets_reader(t, NULL, 0, total, root, NULL, NULL)))
         return rc;
     return NUMACOLL_ERR_TRUNCATE;
 }
@@ -267,7 +269,7 @@ static int bcast_root(numacoll_team_t *t, char *buf, size_t bytes, numacoll_copy
 {
     int rc = 0, rc2;
     /* Deferred calls first when the sets are needed: they may hold a set. */
-    if (bytes > NC_CALL_INLINE && (rc = nc_bcast_flush(t)) && rc != NUMACOLL_ERR_TRUNCATE)
+    if (bytes > t->inline_max && (rc = nc_bcast_flush(t)) && rc != NUMACOLL_ERR_TRUNCATE)
         return rc;
     const uint32_t c = t->bcast_call++;
     nc_call_slot_t *sl = nc_seg_call(&t->seg, c);
@@ -278,7 +280,7 @@ static int bcast_root(numacoll_team_t *t, char *buf, size_t bytes, numacoll_copy
      * and the next ones read it after the release below. */
     sl->root = (uint32_t)t->rank;
     sl->bytes = bytes;
-    if (bytes && bytes <= NC_CALL_INLINE)
+    if (bytes && bytes <= t->inline_max)
         copy_frag(buf, fn, ctx, 0, (char *)sl->inline_data, bytes, 1);
     /* release: root, bytes and data before seq; pairs with the acquire in C3. */
     atomic_store_explicit(&sl->seq, c, memory_order_release);
@@ -286,7 +288,7 @@ static int bcast_root(numacoll_team_t *t, char *buf, size_t bytes, numacoll_copy
         return rc2;
     if (rc2)
         rc = rc2;
-    if (bytes > NC_CALL_INLINE && (rc2 = sets_root(t, buf, bytes, fn, ctx)))
+    if (bytes > t->inline_max && (rc2 = sets_root(t, buf, bytes, fn, ctx)))
         return nc_team_fail(t, rc2);
     return rc;
 }
@@ -319,13 +321,13 @@ static int bcast_reader(numacoll_team_t *t, char *buf, size_t mybytes, int root,
     } else if (total != mybytes && !rc) {
         rc = NUMACOLL_ERR_TRUNCATE;
     }
-    if (total <= NC_CALL_INLINE) {
+    if (total <= t->inline_max) {
         size_t n = mybytes < total ? mybytes : total;
         if (n)
             copy_frag(buf, fn, ctx, 0, (char *)sl->inline_data, n, 0);
     }
     finish(t, c); /* nothing pending here: a plain ack */
-    if (total > NC_CALL_INLINE && (rc2 = sets_reader(t, buf, mybytes, total, sroot, fn, ctx)))
+    if (total > t->inline_max && (rc2 = sets_reader(t, buf, mybytes, total, sroot, fn, ctx)))
         return nc_team_fail(t, rc2);
     return rc;
 }

@@ -36,6 +36,9 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
       "q: the queue is split into q sets filled in turn; must divide the queue length.")        \
     X(BCAST_TREE, NC_PT_TREE, "kary:2", 0, 0, NULL, "",                                         \
       "Notification tree: kary:K, knomial:K, flat or chain (binary = kary:2).")                 \
+    X(BCAST_INLINE_MAX, NC_PT_SIZE, "4080", 0, 4080, NULL, "bytes",                             \
+      "Messages up to this size travel in the call's announcement slot (up to 48 bytes in its " \
+      "first line), larger ones through the queue.")                                           \
     X(SEG_LAYOUT, NC_PT_ENUM, "compact", 0, 0, "paper|compact", "",                            \
       "Control blocks: paper = one page each (as published), compact = one cache line each.")   \
     X(SPIN_COUNT, NC_PT_INT, "2000", 0, 1000000000, NULL, "iterations",                        \

@@ -29,8 +29,8 @@ uint32_t nc_test_seq0;
 
 /* The configuration values every member must agree on, in table order. */
 static const int agreed[] = {NC_P_BCAST_FRAG_SIZE, NC_P_BCAST_QUEUE_LEN, NC_P_BCAST_SETS,
-                             NC_P_BCAST_TREE,      NC_P_SEG_LAYOUT,      NC_P_BARRIER_ALG,
-                             NC_P_BARRIER_TREE,    NC_P_BARRIER_NUMA};
+                             NC_P_BCAST_TREE,      NC_P_BCAST_INLINE_MAX, NC_P_SEG_LAYOUT,
+                             NC_P_BARRIER_ALG,     NC_P_BARRIER_TREE,    NC_P_BARRIER_NUMA};
 #define NC_NAGREED ((int)NC_ARRAY_SIZE(agreed))
 
 typedef struct rec1 {
@@ -307,6 +307,7 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     t->wait.spin_limit = t->oversubscribed ? 0 : (uint32_t)NC_CFG_NUM(&cfg, SPIN_COUNT);
     t->bcast_call = t->bcast_op = nc_test_seq0;
     t->ring_acked = nc_test_seq0 - 1u;
+    t->inline_max = (size_t)NC_CFG_NUM(&cfg, BCAST_INLINE_MAX);
     t->bcast_set = 0;
     if (rc) {
         /* Local failures here (memory) cannot be agreed on any more: the

@@ -32,6 +32,7 @@ struct numacoll_team {
     int bcast_set;
     uint32_t ring_acked;   /* lowest ack of the others, as last read (roots only) */
     uint32_t ring_pending; /* calls before bcast_call not yet resolved (see nc_bcast.c) */
+    size_t inline_max;     /* NUMACOLL_BCAST_INLINE_MAX */
 
     /* barrier: per-algorithm state (coll/nc_barrier.c) */
     uint32_t barrier_seq;

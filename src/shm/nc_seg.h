@@ -4,12 +4,12 @@
  *
  * Layout (every block page-aligned; numbers for p=8, s=8, f=8 KiB, q=2, 4 KiB
  * pages, layout=paper: 4 + 8 + 8*8*(4+8) = 780 KiB, the paper's figure 1, plus
- * 8 KiB of call ring):
+ * 260 KiB of call ring):
  *
  *   offset                 block                                  written by / placed on
  *   0                      header | leaders[p] | pids[p]          rank 0 / rank 0's node
- *   hdr_bytes              call ring: NC_CALL_RING slots of one   root of a call announces it
- *                          line {seq, root, bytes, inline data},  (and small data) / rank 0
+ *   hdr_bytes              call ring: NC_CALL_RING slots of 4 KiB root of a call announces it
+ *                          {seq, root, bytes, inline data},       (and small data) / rank 0
  *                          then one ack line per member           member i: calls resolved
  *   calls_off+calls_bytes  q set pages: op on one line,           root of a call / rank 0
  *                          nreaders on the next line              readers decrement
@@ -21,7 +21,7 @@
  *   barrier_off            barrier flags (see coll/nc_barrier.c)  per algorithm
  *
  * Size: hdr + calls + q*page + p*(ctrl + s*roundup(f, page)) + barrier, where hdr is
- * one page for p <= 500, calls is roundup((NC_CALL_RING + p) * 64, page) and ctrl is s pages (paper) or roundup(s*64, page)
+ * one page for p <= 500, calls is NC_CALL_RING * 4 KiB + roundup(p * 64, page) and ctrl is s pages (paper) or roundup(s*64, page)
  * (compact). nc_layout_compute() is the only place that computes offsets.
  */
 #ifndef NC_SEG_H
@@ -75,21 +75,22 @@ NC_STATIC_ASSERT(sizeof(nc_seg_hdr_t) <= NC_SEG_LEADERS_OFF, "header fits before
 /*
  * The call ring (coll/nc_bcast.c): call c is announced in slot c % NC_CALL_RING
  * by its root; a message of at most NC_CALL_INLINE bytes travels in the slot,
- * so a reader gets the data with the line that tells it the data is there.
- * Member i stores in its ack line the last call up to which it has read every
- * slot; a root reuses a slot once every member's ack passed the slot's
- * previous call.
+ * right after the announcement, so a reader finds the data with (or next to)
+ * the line that tells it the data is there. Member i stores in its ack line
+ * the last call up to which it has read every slot; a root reuses a slot once
+ * every member's ack passed the slot's previous call.
  */
 #define NC_CALL_RING 64
-#define NC_CALL_INLINE 48
+#define NC_CALL_SLOT_BYTES 4096
+#define NC_CALL_INLINE (NC_CALL_SLOT_BYTES - 16)
 
 typedef struct nc_call_slot {
     _Atomic uint32_t seq;   /* the call announced here, published last */
     uint32_t root;          /* the call's root, published by seq */
     uint64_t bytes;         /* the root's bytes, published by seq */
-    unsigned char inline_data[NC_CALL_INLINE];
-} nc_call_slot_t;
-NC_STATIC_ASSERT(sizeof(nc_call_slot_t) == NC_CACHELINE, "a call slot is one line");
+    unsigned char inline_data[NC_CALL_INLINE]; /* the first 48 on the seq line */
+} NC_ALIGNED(NC_CACHELINE) nc_call_slot_t;
+NC_STATIC_ASSERT(sizeof(nc_call_slot_t) == NC_CALL_SLOT_BYTES, "a call slot is 4 KiB");
 
 typedef struct nc_call_ack {
     _Atomic uint32_t done NC_ALIGNED(NC_CACHELINE);
@@ -137,7 +138,8 @@ static inline nc_call_slot_t *nc_seg_call(const nc_seg_t *seg, uint32_t call)
 }
 static inline nc_call_ack_t *nc_seg_ack(const nc_seg_t *seg, int rank)
 {
-    return (nc_call_ack_t *)((char *)seg->base + seg->l.calls_off) + NC_CALL_RING + rank;
+    return (nc_call_ack_t *)((char *)seg->base + seg->l.calls_off +
+                             (size_t)NC_CALL_RING * NC_CALL_SLOT_BYTES) + rank;
 }
 static inline nc_set_ctl_t *nc_seg_set(const nc_seg_t *seg, int set)
 {

@@ -153,7 +153,7 @@ static int body_ring(int rank, int p, const char *name, void *arg)
     static unsigned char buf[200000 + GUARD];
     uint64_t call = 1000;
     /* 1. Ten ring turns of inline, zero and set-path calls with rotating roots. */
-    static const size_t sizes[] = {0, 1, 48, 49, 0, 0, 5000, 0, 47, 100000, 0};
+    static const size_t sizes[] = {0, 1, 48, 49, 0, 0, NC_CALL_INLINE, 0, NC_CALL_INLINE + 1, 100000, 0, 5000};
     for (int i = 0; i < 10 * NC_CALL_RING; i++)
         if (one_call(t, buf, sizes[i % NC_ARRAY_SIZE(sizes)], (i / 3) % p, ++call, rank))
             return 1;
