@@ -1,5 +1,5 @@
 /*
- * Barrier: four algorithms selected by NUMACOLL_BARRIER_ALG (see docs/barrier.md).
+ * Barrier: four algorithms selected by NUMACOLL_BARRIER_ALG, or auto (see docs/barrier.md).
  *
  *   rearranged     gather up a tree, release by one word. A parent's children
  *                  write one byte each into the parent's own line(s): the parent
@@ -378,6 +378,12 @@ int nc_barrier_init(struct numacoll_team *t)
         goto out;
     t->barrier_state = b;
     b->alg = (nc_bar_alg_t)NC_CFG_NUM(&t->cfg, BARRIER_ALG);
+    /* auto: with more members than CPUs every wait ends in a yield, and the
+     * central counter needs the fewest (one arrival each, one release);
+     * otherwise dissemination, the fastest measured (docs/barrier.md).
+     * oversubscribed is computed from exchanged data: the same everywhere. */
+    if (b->alg == NC_BAR_AUTO)
+        b->alg = t->oversubscribed ? NC_BAR_CENTRAL : NC_BAR_DISSEMINATION;
     b->central = (nc_bar_central_t *)nc_seg_barrier(&t->seg);
 
     /* Initial values, all written by member 0: nc_seg_first_touch() zeroes the
@@ -462,7 +468,9 @@ int nc_barrier_init(struct numacoll_team *t)
                  t->cfg.v[NC_P_BARRIER_ALG].text, t->cfg.v[NC_P_BARRIER_TREE].text,
                  two_level ? b->ngroups : 1, two_level ? " (two-level)" : "");
     else
-        snprintf(b->desc, sizeof b->desc, "%s", t->cfg.v[NC_P_BARRIER_ALG].text);
+        snprintf(b->desc, sizeof b->desc, "%s%s",
+                 b->alg == NC_BAR_CENTRAL ? "central" : "dissemination",
+                 NC_CFG_NUM(&t->cfg, BARRIER_ALG) == NC_BAR_AUTO ? " (auto)" : "");
     if (me == 0)
         nc_log_info(1, "barrier: %s, %zu bytes (%zu per member)", b->desc, l.total,
                     l.block_bytes);

@@ -14,6 +14,7 @@ typedef enum {
     NC_BAR_PADDED,
     NC_BAR_DISSEMINATION,
     NC_BAR_CENTRAL,
+    NC_BAR_AUTO, /* resolved at team creation, never left in nc_bar_t */
     NC_BAR_NALGS
 } nc_bar_alg_t;
 

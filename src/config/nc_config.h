@@ -17,10 +17,11 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
 
 /* Barrier rows live in their own list so the barrier module owns them. */
 #define NC_PARAM_TABLE_BARRIER(X)                                                              \
-    X(BARRIER_ALG, NC_PT_ENUM, "dissemination", 0, 0,                                          \
-      "rearranged|padded|dissemination|central", "",                                            \
+    X(BARRIER_ALG, NC_PT_ENUM, "auto", 0, 0,                                                   \
+      "rearranged|padded|dissemination|central|auto", "",                                       \
       "Barrier: tree with children's arrival bytes packed in the parent's line (rearranged), "  \
-      "tree with one line per flag (padded), dissemination, or a central counter.")            \
+      "tree with one line per flag (padded), dissemination, a central counter, or auto "        \
+      "(dissemination; central when the team has more members than CPUs).")                   \
     X(BARRIER_TREE, NC_PT_TREE, "kary:8", 0, 0, NULL, "",                                       \
       "Gather tree of the rearranged and padded barriers: kary:K, knomial:K, flat or chain.")  \
     X(BARRIER_NUMA, NC_PT_INT, "1", 0, 1, NULL, "bool",                                         \
