@@ -9,16 +9,7 @@
 
 #include "nc_tune_model.h"
 
-static int failures;
-#define CHECK(cond, ...)                                                          \
-    do {                                                                          \
-        if (!(cond)) {                                                            \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);       \
-            fprintf(stderr, __VA_ARGS__);                                         \
-            fprintf(stderr, "\n");                                                \
-            failures++;                                                           \
-        }                                                                         \
-    } while (0)
+#include "nc_check.h"
 
 static double rel(double a, double b)
 {

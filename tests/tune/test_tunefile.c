@@ -14,16 +14,7 @@
 #include "config/nc_tunefile.h"
 #include "numacoll.h"
 
-static int failures;
-#define CHECK(cond, ...)                                            \
-    do {                                                            \
-        if (!(cond)) {                                              \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                           \
-            fprintf(stderr, "\n");                                  \
-            failures++;                                             \
-        }                                                           \
-    } while (0)
+#include "nc_check.h"
 
 static char dir[1024];
 

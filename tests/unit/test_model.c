@@ -21,17 +21,7 @@
 
 #include "model/nc_model.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                    \
-            fprintf(stderr, "\n");                                           \
-            failures++;                                                      \
-        }                                                                    \
-    } while (0)
+#include "nc_check.h"
 
 #define NEAR(a, b, rel) (fabs((a) - (b)) <= (rel) * fabs(b) + 1e-300)
 

@@ -12,18 +12,7 @@
 
 #include "tree/nc_tree.h"
 
-static int failures;
-
-#define CHECK(cond, ...)                                                        \
-    do {                                                                        \
-        if (!(cond)) {                                                          \
-            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
-            fprintf(stderr, __VA_ARGS__);                                       \
-            fprintf(stderr, "\n");                                              \
-            if (++failures > 20)                                                \
-                exit(1);                                                        \
-        }                                                                       \
-    } while (0)
+#include "nc_check.h"
 
 #define MAXP 64
 
