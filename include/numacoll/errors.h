@@ -18,7 +18,8 @@
     X(BROKEN,    -10, "the team is unusable after an earlier fatal error")             \
     X(TIMEOUT,   -11, "timed out waiting for the other members")                       \
     X(NOTSUP,    -12, "not supported here")                                           \
-    X(ROOT,      -13, "members disagree on the root of the call")
+    X(ROOT,      -13, "members disagree on the root of the call")                     \
+    X(NOSPACE,   -14, "not enough shared memory (/dev/shm full or NUMACOLL_SHM_LIMIT reached)")
 
 enum {
 #define NUMACOLL_ERR_ENUM_(name, code, msg) NUMACOLL_ERR_##name = (code),

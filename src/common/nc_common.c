@@ -3,6 +3,7 @@
  */
 #include "common/nc_common.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,6 +33,49 @@ void nc_log_error(const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     vlog("error: ", fmt, ap);
+    va_end(ap);
+}
+
+/* 1 the first time key (a string) is seen in this process. */
+static int first_time(const char *key)
+{
+    /* FNV-1a hashes of the keys already seen; a full table prints again. */
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static uint64_t seen[256];
+    static unsigned nseen;
+    if (nc_log_level() >= 2)
+        return 1;
+    uint64_t h = 1469598103934665603ull;
+    for (const char *c = key; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    int first = 1;
+    pthread_mutex_lock(&lock);
+    for (unsigned i = 0; i < nseen && first; i++)
+        first = seen[i] != h;
+    if (first && nseen < NC_ARRAY_SIZE(seen))
+        seen[nseen++] = h;
+    pthread_mutex_unlock(&lock);
+    return first;
+}
+
+void nc_log_error_once(const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (first_time(line))
+        nc_log_error("%s", line);
+}
+
+void nc_log_warn_once(const char *key, const char *fmt, ...)
+{
+    if (!first_time(key))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vlog("warning: ", fmt, ap);
     va_end(ap);
 }
 

@@ -36,6 +36,12 @@ static inline void nc_cpu_relax(void)
 void nc_log_error(const char *fmt, ...) NC_PRINTF(1, 2);
 void nc_log_info(int level, const char *fmt, ...) NC_PRINTF(2, 3);
 int nc_log_level(void);
+/* Lines printed once per process: a line identical to one already printed
+ * (a bad tunable, a fallback reason met at every set-up) is dropped; the
+ * warning's key names the kind of event, so that its first occurrence only is
+ * printed whatever its numbers. NUMACOLL_VERBOSE >= 2 prints every one. */
+void nc_log_error_once(const char *fmt, ...) NC_PRINTF(1, 2);
+void nc_log_warn_once(const char *key, const char *fmt, ...) NC_PRINTF(2, 3);
 
 uint64_t nc_time_ns(void);
 size_t nc_page_size(void);

@@ -222,7 +222,7 @@ int nc_config_snapshot(nc_config_t *out)
     snprintf(msg, sizeof msg, "%s", global_errmsg);
     pthread_mutex_unlock(&global_lock);
     if (rc)
-        nc_log_error("%s", msg);
+        nc_log_error_once("%s", msg);
     return rc;
 }
 

@@ -42,6 +42,9 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
       "first line), larger ones through the queue.")                                           \
     X(SEG_LAYOUT, NC_PT_ENUM, "compact", 0, 0, "paper|compact", "",                            \
       "Control blocks: paper = one page each (as published), compact = one cache line each.")   \
+    X(SHM_LIMIT, NC_PT_SIZE, "0", 0, INT64_C(1) << 50, NULL, "bytes",                          \
+      "Node-wide cap on the shared memory of all of a job's communicators on a node; past it a " \
+      "new communicator gets a shorter queue or goes to the MPI library. 0: a quarter of /dev/shm.") \
     X(SPIN_COUNT, NC_PT_INT, "2000", 0, 1000000000, NULL, "iterations",                        \
       "Pause-spins before a waiting member yields the CPU; 0 is used when oversubscribed.")     \
     X(VERBOSE, NC_PT_INT, "0", 0, 3, NULL, "level",                                             \

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "common/nc_common.h"
+#include "shm/nc_shm.h"
 
 #define NC_BOOT_MAGIC 0x4e43424fu /* "NCBO" */
 #define NC_BOOT_SLOT 4096u
@@ -115,23 +116,37 @@ NUMACOLL_API int numacoll_bootstrap_named(const char *name, int rank, int size,
     unsigned spins = 0;
     int fd, creator = 0, rc = NUMACOLL_ERR_BOOTSTRAP;
     for (;;) {
-        fd = shm_open(b->name, O_RDWR | O_CREAT | O_EXCL, 0600);
+        fd = shm_open(b->name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
         if (fd >= 0) {
             creator = 1;
-            if (ftruncate(fd, (off_t)b->bytes)) {
-                nc_log_error("bootstrap %s: ftruncate: %s", b->name, strerror(errno));
+            /* Reserve (and size) the whole file before anyone touches it:
+             * tmpfs would SIGBUS on a page it cannot back. Members waiting
+             * for the size re-open by name, so after this unlink each of
+             * them tries (and reports) for itself. */
+            char why[256];
+            if ((rc = nc_shm_reserve(fd, 0, b->bytes, "the bootstrap file", why, sizeof why))) {
+                nc_log_error_once("bootstrap %s: %s", b->name, why);
                 shm_unlink(b->name);
                 goto fail_fd;
             }
+            rc = NUMACOLL_ERR_BOOTSTRAP;
             break;
         }
         if (errno != EEXIST) {
             nc_log_error("bootstrap %s: shm_open: %s", b->name, strerror(errno));
             goto fail;
         }
-        fd = shm_open(b->name, O_RDWR, 0);
+        fd = shm_open(b->name, O_RDWR | O_NOFOLLOW, 0);
         if (fd >= 0) {
             struct stat st;
+            if (!fstat(fd, &st) && (st.st_uid != geteuid() || (st.st_mode & 077))) {
+                nc_log_error("bootstrap %s is not a 0600 file of user %u (owner %u, mode %04o): "
+                             "refused",
+                             b->name, (unsigned)geteuid(), (unsigned)st.st_uid,
+                             (unsigned)(st.st_mode & 07777));
+                rc = NUMACOLL_ERR_SHM;
+                goto fail_fd;
+            }
             if (!fstat(fd, &st) && (size_t)st.st_size == b->bytes)
                 break;
             if (!fstat(fd, &st) && st.st_size && (size_t)st.st_size != b->bytes) {

@@ -3,16 +3,22 @@
  *
  * Protocol (every member, through the bootstrap):
  *   1. snapshot the configuration; find my NUMA node from my CPU binding;
- *      rank 0 creates the segment (header ready, not yet first-touched);
+ *      rank 0 takes the segment's bytes from the node budget (halving the
+ *      queue length while it does not fit), creates the segment and reserves
+ *      its own parts of it (header ready, not yet first-touched);
  *   2. allgather #1: status, NUMA node, pid, CPU mask, the configuration
- *      values that shape the segment, and (rank 0) the segment name. Every
- *      member sees the same array, so every member takes the same decision:
- *      any error or configuration mismatch ends the creation everywhere;
- *   3. the others attach; each member first-touches its own blocks with
- *      MADV_RANDOM in force and checks them with move_pages();
- *   4. allgather #2: attach status and placement result; rank 0 unlinks the
- *      name (all attached, or the creation failed): from here on a crash
- *      leaves nothing in /dev/shm.
+ *      values that shape the segment, and (rank 0) the segment name and the
+ *      queue length the budget allowed. Every member sees the same array, so
+ *      every member takes the same decision: any error or configuration
+ *      mismatch ends the creation everywhere;
+ *   3. the others attach; each member reserves its block (posix_fallocate:
+ *      a page tmpfs cannot back is an error here, not a SIGBUS later),
+ *      first-touches it with MADV_RANDOM in force and checks it with
+ *      move_pages();
+ *   4. allgather #2: attach/reserve status and placement result; rank 0
+ *      unlinks the name (all attached, or the creation failed): from here on
+ *      a crash leaves nothing in /dev/shm. A failure is reported by rank 0 in
+ *      one line naming the member and what it lacked.
  */
 #include "core/nc_team.h"
 
@@ -23,6 +29,7 @@
 #include <unistd.h>
 
 #include "config/nc_tunefile.h"
+#include "shm/nc_shm.h"
 #include "topo/nc_topo.h"
 
 uint32_t nc_test_seq0;
@@ -34,7 +41,7 @@ static const int agreed[] = {NC_P_BCAST_FRAG_SIZE, NC_P_BCAST_QUEUE_LEN, NC_P_BC
 #define NC_NAGREED ((int)NC_ARRAY_SIZE(agreed))
 
 typedef struct rec1 {
-    int32_t status, numa, pid, pad;
+    int32_t status, numa, pid, queue_len; /* queue_len: rank 0's, after the budget */
     int64_t cfg[NC_NAGREED][2];
     uint64_t cpus[NC_TOPO_CPUSET_WORDS];
     char segname[64];
@@ -43,7 +50,8 @@ typedef struct rec1 {
 typedef struct rec2 {
     int32_t status, checked;
     int64_t pages, misplaced;
-    char detail[160];
+    char detail[160]; /* placement detail, or why this member failed */
+    char why[256];    /* why this member failed (status != 0) */
 } rec2_t;
 
 /* The node's topology, loaded once per process. */
@@ -120,11 +128,71 @@ static void team_free(numacoll_team_t *t)
         return;
     nc_barrier_fini(t);
     nc_seg_detach(&t->seg);
+    if (t->budget_bytes)
+        nc_budget_give(t->budget_bytes);
     nc_tree_free(&t->tree);
     free(t->numa);
     free(t->leaders);
     free(t->pids);
     free(t);
+}
+
+static int team_layout(const nc_config_t *cfg, int p, int s, nc_layout_t *l)
+{
+    return nc_layout_compute(l, p, (size_t)NC_CFG_NUM(cfg, BCAST_FRAG_SIZE), s,
+                             (int)NC_CFG_NUM(cfg, BCAST_SETS), (int)NC_CFG_NUM(cfg, SEG_LAYOUT),
+                             nc_page_size(), nc_barrier_shm_bytes(p, cfg));
+}
+
+/* Rank 0, step 1: the longest queue (configured s, then halved while q still
+ * divides it) whose segment fits in the node budget; the bytes are taken. */
+static int budget_layout(numacoll_team_t *t, const nc_config_t *cfg, nc_layout_t *l)
+{
+    const int p = t->p, q = (int)NC_CFG_NUM(cfg, BCAST_SETS), s0 = (int)NC_CFG_NUM(cfg, BCAST_QUEUE_LEN);
+    int s = s0, rc;
+    size_t want = 0;
+    nc_budget_state_t st;
+    for (;;) {
+        if ((rc = team_layout(cfg, p, s, l)))
+            return rc;
+        if (!want)
+            want = l->total;
+        if (!nc_budget_take(l->total, &st))
+            break;
+        if (s / 2 < q || (s / 2) % q) {
+            char lim[32], used[32], need[32];
+            nc_shm_fmt_bytes(st.limit, lim, sizeof lim);
+            nc_shm_fmt_bytes(st.used, used, sizeof used);
+            nc_shm_fmt_bytes(l->total, need, sizeof need);
+            nc_log_warn_once("budget-full", "shared-memory budget NUMACOLL_SHM_LIMIT=%s%s is used up (%s in use "
+                              "by %s): a team of %d needs at least %s (s=%d); such teams are not "
+                              "created (in MPI: their communicators go to the MPI library). Raise "
+                              "NUMACOLL_SHM_LIMIT, free communicators or lower "
+                              "NUMACOLL_BCAST_FRAG_SIZE",
+                              lim, NC_CFG_NUM(cfg, SHM_LIMIT) ? "" : " (a quarter of /dev/shm)",
+                              used, st.shared ? "this job on this node" : "this process", p, need,
+                              s);
+            return NUMACOLL_ERR_NOSPACE;
+        }
+        s /= 2;
+    }
+    t->budget_bytes = l->total;
+    if (s != s0) {
+        char lim[32], used[32], full[32], got[32];
+        nc_shm_fmt_bytes(st.limit, lim, sizeof lim);
+        nc_shm_fmt_bytes(st.used, used, sizeof used);
+        nc_shm_fmt_bytes(want, full, sizeof full);
+        nc_shm_fmt_bytes(l->total, got, sizeof got);
+        nc_log_warn_once("budget-reduced",
+                         "shared-memory budget NUMACOLL_SHM_LIMIT=%s%s reached: new teams get a "
+                          "shorter queue (first: p=%d s=%d, %s instead of s=%d, %s; %s in use); "
+                          "NUMACOLL_VERBOSE=1 reports each",
+                          lim, NC_CFG_NUM(cfg, SHM_LIMIT) ? "" : " (a quarter of /dev/shm)", p, s,
+                          got, s0, full, used);
+        nc_log_info(1, "team of %d: queue s=%d (%s) instead of s=%d (%s): budget %s, %s in use", p,
+                    s, got, s0, full, lim, used);
+    }
+    return 0;
 }
 
 NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_team_t **out)
@@ -158,22 +226,28 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     if (!cfgrc)
         nc_tunefile_apply(&cfg, p); /* the tune file's section for a team of p */
     if (!cfgrc && (cfgrc = nc_config_check(&cfg, err, sizeof err)))
-        nc_log_error("%s", err);
+        nc_log_error_once("%s", err);
     if (!rc)
         rc = cfgrc;
-    if (!rc)
-        rc = nc_layout_compute(&layout, p, (size_t)NC_CFG_NUM(&cfg, BCAST_FRAG_SIZE),
-                               (int)NC_CFG_NUM(&cfg, BCAST_QUEUE_LEN),
-                               (int)NC_CFG_NUM(&cfg, BCAST_SETS), (int)NC_CFG_NUM(&cfg, SEG_LAYOUT),
-                               nc_page_size(), nc_barrier_shm_bytes(p, &cfg));
     mine.numa = my_numa(mine.cpus);
     mine.pid = (int32_t)getpid();
     for (int i = 0; i < NC_NAGREED; i++) {
         mine.cfg[i][0] = cfg.v[agreed[i]].num;
         mine.cfg[i][1] = cfg.v[agreed[i]].aux;
     }
-    if (!rc && me == 0 && !(rc = nc_seg_create(&t->seg, &layout, nc_test_seq0)))
-        snprintf(mine.segname, sizeof mine.segname, "%s", t->seg.name);
+    if (!rc && me == 0) {
+        rc = budget_layout(t, &cfg, &layout);
+        mine.queue_len = layout.s;
+        if (!rc) {
+            rc = nc_seg_create(&t->seg, &layout, nc_test_seq0, err, sizeof err);
+            if (rc == NUMACOLL_ERR_NOSPACE)
+                nc_log_warn_once("shm-full", "team of %d: %s; this team is not created (in MPI: "
+                                 "the communicator goes to the MPI library)",
+                                 p, err);
+        }
+        if (!rc)
+            snprintf(mine.segname, sizeof mine.segname, "%s", t->seg.name);
+    }
     mine.status = rc;
 
     /* 2. exchange #1 */
@@ -193,15 +267,15 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
         return brc;
     }
     for (int i = 0; i < p && !rc; i++)
-        if (r1[i].status)
-            rc = NUMACOLL_ERR_BOOTSTRAP; /* member i failed; it logged why */
+        if (r1[i].status) /* member i failed; it logged why */
+            rc = r1[i].status == NUMACOLL_ERR_NOSPACE ? NUMACOLL_ERR_NOSPACE : NUMACOLL_ERR_BOOTSTRAP;
     for (int i = 1; i < p && !rc; i++)
         for (int k = 0; k < NC_NAGREED; k++)
             if (memcmp(r1[i].cfg[k], r1[0].cfg[k], sizeof r1[0].cfg[k])) {
                 if (me == 0 || me == i)
-                    nc_log_error("NUMACOLL_%s differs between member 0 and member %d: every "
+                    nc_log_error_once("NUMACOLL_%s differs between member 0 and member %d: every "
                                  "member must use the same value",
-                                 nc_param_desc(agreed[k])->name, i);
+                                      nc_param_desc(agreed[k])->name, i);
                 rc = NUMACOLL_ERR_MISMATCH;
                 break;
             }
@@ -211,6 +285,9 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
         free(r2);
         return rc;
     }
+    if (me != 0)
+        rc = team_layout(&cfg, p, r1[0].queue_len, &layout);
+    t->queue_reduced = r1[0].queue_len != (int32_t)NC_CFG_NUM(&cfg, BCAST_QUEUE_LEN);
     t->cfg = cfg;
     uint64_t(*cpus)[NC_TOPO_CPUSET_WORDS] = malloc((size_t)p * sizeof *cpus);
     for (int i = 0; i < p; i++) {
@@ -228,11 +305,12 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
 
     /* 3. attach, first touch, verify */
     nc_placement_t pl = {0};
-    rc = 0;
-    if (me != 0)
+    char why[256] = "";
+    if (me != 0 && !rc)
         rc = nc_seg_attach(&t->seg, r1[0].segname, &layout);
+    if (!rc)
+        rc = nc_seg_first_touch(&t->seg, me, t->numa[me], why, sizeof why);
     if (!rc) {
-        nc_seg_first_touch(&t->seg, me, t->numa[me]);
         if (me == 0)
             for (int i = 0; i < p; i++)
                 nc_seg_leaders(&t->seg)[i] = t->leaders[i];
@@ -244,6 +322,9 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     }
     rec2_t m2 = {.status = rc, .checked = pl.checked, .pages = pl.pages, .misplaced = pl.misplaced};
     snprintf(m2.detail, sizeof m2.detail, "%s", pl.detail);
+    if (rc && !why[0])
+        snprintf(why, sizeof why, "%s", numacoll_strerror(rc));
+    snprintf(m2.why, sizeof m2.why, "%s", why);
 
     /* 4. exchange #2, unlink */
     brc = bs->allgather(bs->ctx, &m2, r2, sizeof m2);
@@ -251,8 +332,19 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
         nc_seg_unlink(&t->seg);
     if (!brc)
         for (int i = 0; i < p && !rc; i++)
-            if (r2[i].status)
-                rc = NUMACOLL_ERR_BOOTSTRAP;
+            if (r2[i].status) {
+                /* One line for the team, from rank 0, naming the member. */
+                if (me == 0 && r2[i].status == NUMACOLL_ERR_NOSPACE)
+                    nc_log_warn_once("shm-full", "team of %d: member %d: %s; this team is not "
+                                     "created (in MPI: the communicator goes to the MPI library)",
+                                     p, i, r2[i].why);
+                else if (me == 0)
+                    nc_log_error_once("team of %d: member %d: %s; this team is not created (in "
+                                      "MPI: the communicator goes to the MPI library)",
+                                      p, i, r2[i].why);
+                rc = r2[i].status == NUMACOLL_ERR_NOSPACE ? NUMACOLL_ERR_NOSPACE
+                                                          : NUMACOLL_ERR_BOOTSTRAP;
+            }
     if (brc || rc) {
         team_free(t);
         free(r1);

@@ -25,6 +25,8 @@ struct numacoll_team {
     int oversubscribed;
     nc_waitctx_t wait;
     int broken;         /* a fatal error happened: every later call fails */
+    uint64_t budget_bytes; /* rank 0: bytes taken from the node budget (nc_shm.h) */
+    int queue_reduced;     /* the budget gave a shorter queue than configured */
 
     /* bcast: identical on every member; call: once per call, op: once per set use */
     uint32_t bcast_call;

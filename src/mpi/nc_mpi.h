@@ -55,6 +55,10 @@ nc_mpi_comm_t *nc_mpi_comm_get(MPI_Comm comm, int coll);
 
 void nc_mpi_count(int coll, int numacoll, size_t bytes);
 
+/* At MPI_Init: the job's ranks on each node share one shared-memory budget
+ * counter (nc_shm.h); without it each process counts its own segments. */
+void nc_mpi_budget_init(void);
+
 /* Map a numacoll error to an MPI error class, calling comm's error handler. */
 int nc_mpi_error(MPI_Comm comm, int nc_err, const char *what);
 

@@ -25,6 +25,7 @@
 
 #include "common/nc_common.h"
 #include "nc_mpi.h"
+#include "shm/nc_shm.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int keyval = MPI_KEYVAL_INVALID;
@@ -171,14 +172,44 @@ static void setup(nc_mpi_comm_t *c, const nc_config_t *cfg, int cfg_rc)
 #undef NC_MPI_ENABLE_
     c->state = NC_COMM_ACTIVE;
     if (c->rank == 0) {
+        /* The queue the budget gave this node's team (may be shorter than
+         * configured) and the bytes it holds in /dev/shm. */
         static const char *pl[] = {"OK", "MISPLACED", "UNKNOWN", "UNCHECKED"};
-        nc_log_info(1, "comm size=%d nodes=%d local=%d tree=%s f=%s s=%s q=%s layout=%s "
-                       "placement=%s",
+        numacoll_team_info_t in = {0};
+        if (c->team)
+            numacoll_team_info(c->team, &in);
+        nc_log_info(1, "comm size=%d nodes=%d local=%d tree=%s f=%s s=%zu%s q=%s layout=%s "
+                       "shm=%zu bytes placement=%s",
                     c->size, c->nnodes, lsize, cfg->v[NC_P_BCAST_TREE].text,
-                    cfg->v[NC_P_BCAST_FRAG_SIZE].text, cfg->v[NC_P_BCAST_QUEUE_LEN].text,
-                    cfg->v[NC_P_BCAST_SETS].text, cfg->v[NC_P_SEG_LAYOUT].text,
+                    cfg->v[NC_P_BCAST_FRAG_SIZE].text,
+                    c->team ? in.queue_len : (size_t)NC_CFG_NUM(cfg, BCAST_QUEUE_LEN),
+                    c->team && (int64_t)in.queue_len != NC_CFG_NUM(cfg, BCAST_QUEUE_LEN)
+                        ? " (budget)"
+                        : "",
+                    cfg->v[NC_P_BCAST_SETS].text, cfg->v[NC_P_SEG_LAYOUT].text, in.seg_bytes,
                     pl[all[1] >= 0 && all[1] <= 3 ? all[1] : 3]);
     }
+}
+
+void nc_mpi_budget_init(void)
+{
+    nc_config_t cfg;
+    nc_config_snapshot(&cfg);
+    if (NC_CFG_NUM(&cfg, DISABLE))
+        return;
+    MPI_Comm node;
+    if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) !=
+        MPI_SUCCESS)
+        return;
+    int lrank, lsize;
+    PMPI_Comm_rank(node, &lrank);
+    PMPI_Comm_size(node, &lsize);
+    numacoll_bootstrap_t bs = {lrank, lsize, node_allgather, &node};
+    int rc = nc_budget_join(&bs);
+    if (rc && lrank == 0)
+        nc_log_info(1, "node budget page: %s; each process counts its own segments",
+                    numacoll_strerror(rc));
+    PMPI_Comm_free(&node);
 }
 
 static void create_keyval(void)
@@ -345,5 +376,6 @@ NUMACOLL_API int MPI_Finalize(void)
     }
     if (keyval != MPI_KEYVAL_INVALID)
         PMPI_Comm_free_keyval(&keyval);
+    nc_budget_leave();
     return PMPI_Finalize();
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "config/nc_config.h"
+#include "shm/nc_shm.h"
 
 int nc_layout_compute(nc_layout_t *l, int p, size_t f, int s, int q, int kind, size_t page,
                       size_t barrier_bytes)
@@ -53,14 +54,6 @@ int nc_layout_compute(nc_layout_t *l, int p, size_t f, int s, int q, int kind, s
     return 0;
 }
 
-static void make_name(char *buf, size_t len)
-{
-    static _Atomic unsigned counter;
-    unsigned n = atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed);
-    snprintf(buf, len, "/numacoll-%d-%u-%08x", (int)getpid(), n,
-             (unsigned)(nc_time_ns() * 2654435761u));
-}
-
 static void set_random(void *base, size_t bytes, int on)
 {
     /* Readahead / fault-around off while members first-touch their pages, so
@@ -69,34 +62,53 @@ static void set_random(void *base, size_t bytes, int on)
         nc_log_info(3, "madvise(%s): %s", on ? "MADV_RANDOM" : "MADV_NORMAL", strerror(errno));
 }
 
-int nc_seg_create(nc_seg_t *seg, const nc_layout_t *l, uint32_t seq0)
+static int seg_map(nc_seg_t *seg)
 {
-    memset(seg, 0, sizeof *seg);
-    seg->l = *l;
-    seg->bytes = l->total;
-    make_name(seg->name, sizeof seg->name);
-    int fd = shm_open(seg->name, O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0) {
-        nc_log_error("shm_open(%s): %s", seg->name, strerror(errno));
-        return NUMACOLL_ERR_SHM;
-    }
-    if (ftruncate(fd, (off_t)seg->bytes)) {
-        nc_log_error("ftruncate(%s, %zu): %s", seg->name, seg->bytes, strerror(errno));
-        goto fail;
-    }
-    seg->base = mmap(NULL, seg->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    seg->base = mmap(NULL, seg->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, seg->fd, 0);
     if (seg->base == MAP_FAILED) {
         nc_log_error("mmap(%s, %zu): %s", seg->name, seg->bytes, strerror(errno));
         seg->base = NULL;
-        goto fail;
+        return NUMACOLL_ERR_SHM;
     }
-    close(fd);
     set_random(seg->base, seg->bytes, 1);
+    return 0;
+}
 
+int nc_seg_create(nc_seg_t *seg, const nc_layout_t *l, uint32_t seq0, char *why, size_t whylen)
+{
+    memset(seg, 0, sizeof *seg);
+    seg->fd = -1;
+    seg->l = *l;
+    seg->bytes = l->total;
+    nc_shm_name(seg->name, sizeof seg->name);
+    int fd = nc_shm_create(seg->name, seg->bytes);
+    if (fd < 0) {
+        snprintf(why, whylen, "segment of %zu bytes could not be created (%s)", seg->bytes,
+                 numacoll_strerror(fd));
+        seg->name[0] = '\0';
+        return fd;
+    }
+    seg->fd = fd;
     /* Test only: break first touch on purpose so the placement check has
      * something to find (tests/guest). */
     const char *bad = getenv("NUMACOLL_TEST_TOUCH_ALL_FROM_RANK0");
-    if (bad && *bad == '1')
+    int touch_all = bad && *bad == '1';
+    /* Rank 0's parts: header, call ring, sets, its own block, the barrier.
+     * Every other member reserves its block in nc_seg_first_touch(). */
+    int rc = touch_all ? nc_shm_reserve(fd, 0, l->total, "the segment", why, whylen) : 0;
+    if (!rc)
+        rc = nc_shm_reserve(fd, 0, l->rank_off + l->rank_bytes,
+                            "the segment's header, call ring and member 0's block", why, whylen);
+    if (!rc)
+        rc = nc_shm_reserve(fd, l->barrier_off, l->barrier_bytes, "the barrier flags", why,
+                            whylen);
+    if (!rc)
+        rc = seg_map(seg);
+    if (rc) {
+        nc_seg_detach(seg);
+        return rc;
+    }
+    if (touch_all)
         for (size_t off = 0; off < seg->bytes; off += l->page)
             ((char *)seg->base)[off] = 0;
 
@@ -126,10 +138,6 @@ int nc_seg_create(nc_seg_t *seg, const nc_layout_t *l, uint32_t seq0)
      * acquire of ready in nc_seg_attach(). */
     atomic_store_explicit(&h->ready, 1, memory_order_release);
     return 0;
-fail:
-    close(fd);
-    shm_unlink(seg->name);
-    return NUMACOLL_ERR_SHM;
 }
 
 int nc_seg_attach(nc_seg_t *seg, const char *name, const nc_layout_t *l)
@@ -139,26 +147,17 @@ int nc_seg_attach(nc_seg_t *seg, const char *name, const nc_layout_t *l)
     seg->bytes = l->total;
     seg->unlinked = 1; /* the creator unlinks */
     snprintf(seg->name, sizeof seg->name, "%s", name);
-    int fd = shm_open(name, O_RDWR, 0);
-    if (fd < 0) {
-        nc_log_error("shm_open(%s) to attach: %s", name, strerror(errno));
-        return NUMACOLL_ERR_SHM;
+    seg->fd = nc_shm_open(name, seg->bytes);
+    if (seg->fd < 0) {
+        int rc = seg->fd;
+        seg->fd = -1;
+        return rc;
     }
-    struct stat st;
-    if (fstat(fd, &st) || (size_t)st.st_size != seg->bytes) {
-        nc_log_error("segment %s has %lld bytes, this member computed %zu: layouts differ", name,
-                     (long long)st.st_size, seg->bytes);
-        close(fd);
-        return NUMACOLL_ERR_MISMATCH;
+    int rc = seg_map(seg);
+    if (rc) {
+        nc_seg_detach(seg);
+        return rc;
     }
-    seg->base = mmap(NULL, seg->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (seg->base == MAP_FAILED) {
-        seg->base = NULL;
-        nc_log_error("mmap(%s): %s", name, strerror(errno));
-        return NUMACOLL_ERR_SHM;
-    }
-    set_random(seg->base, seg->bytes, 1);
     nc_seg_hdr_t *h = nc_seg_hdr(seg);
     /* acquire: pairs with the release of ready in nc_seg_create(). */
     if (!atomic_load_explicit(&h->ready, memory_order_acquire) || h->magic != NC_SEG_MAGIC ||
@@ -185,6 +184,9 @@ void nc_seg_unlink(nc_seg_t *seg)
 void nc_seg_detach(nc_seg_t *seg)
 {
     nc_seg_unlink(seg);
+    if (seg->fd >= 0)
+        close(seg->fd);
+    seg->fd = -1;
     if (seg->base)
         munmap(seg->base, seg->bytes);
     seg->base = NULL;
@@ -204,10 +206,24 @@ static void keep_on_node(void *addr, size_t bytes, int node)
         nc_log_info(3, "mbind(node %d): %s", node, strerror(errno));
 }
 
-void nc_seg_first_touch(nc_seg_t *seg, int rank, int node)
+int nc_seg_first_touch(nc_seg_t *seg, int rank, int node, char *why, size_t whylen)
 {
     const nc_layout_t *l = &seg->l;
     char *blk = nc_seg_rank_block(seg, rank);
+    /* The policy first, so that the reservation (which allocates the pages)
+     * already puts them on the node; rank 0 reserved its parts at creation. */
+    keep_on_node(blk, l->rank_bytes, node);
+    if (rank != 0) {
+        char what[64];
+        snprintf(what, sizeof what, "member %d's block", rank);
+        int rc = nc_shm_reserve(seg->fd, l->rank_off + (size_t)rank * l->rank_bytes,
+                                l->rank_bytes, what, why, whylen);
+        if (rc)
+            return rc;
+    }
+    if (seg->fd >= 0)
+        close(seg->fd);
+    seg->fd = -1;
     /* Control blocks must read zero; writing the zero is the first touch. */
     memset(blk, 0, l->ctrl_bytes);
     for (size_t off = l->ctrl_bytes; off < l->rank_bytes; off += l->page)
@@ -217,12 +233,12 @@ void nc_seg_first_touch(nc_seg_t *seg, int rank, int node)
         /* Header, call ring and set pages were written by rank 0 at creation. */
     }
     nc_seg_pids(seg)[rank] = (int32_t)getpid();
-    keep_on_node(blk, l->rank_bytes, node);
     if (rank == 0) {
         keep_on_node(seg->base, l->rank_off, node);
         keep_on_node(nc_seg_barrier(seg), l->barrier_bytes, node);
     }
     set_random(seg->base, seg->bytes, 0);
+    return 0;
 }
 
 /* Name the block that holds byte offset `off` of the segment. */

@@ -107,14 +107,16 @@ NC_STATIC_ASSERT(sizeof(nc_set_ctl_t) == 2 * NC_CACHELINE, "op and nreaders on s
 
 typedef struct nc_seg {
     char name[64];
+    int fd;          /* open from create/attach until this member reserved its part */
     void *base;
     size_t bytes;
     nc_layout_t l;
     int unlinked;
 } nc_seg_t;
 
-/* Rank 0: create, size, map and initialise the header (not yet ready). */
-int nc_seg_create(nc_seg_t *seg, const nc_layout_t *l, uint32_t seq0);
+/* Rank 0: create, size, reserve rank 0's parts, map and initialise the
+ * header. A failure (NUMACOLL_ERR_NOSPACE: /dev/shm too small) says why. */
+int nc_seg_create(nc_seg_t *seg, const nc_layout_t *l, uint32_t seq0, char *why, size_t whylen);
 /* Everyone else: open by name, map, check the header. */
 int nc_seg_attach(nc_seg_t *seg, const char *name, const nc_layout_t *l);
 void nc_seg_unlink(nc_seg_t *seg);
@@ -162,10 +164,12 @@ static inline char *nc_seg_barrier(const nc_seg_t *seg)
     return (char *)seg->base + seg->l.barrier_off;
 }
 
-/* First touch of this member's blocks (rank 0 also the header and set pages)
- * with MADV_RANDOM in force, as the paper prescribes; then the blocks get a
- * preferred-node policy for `node` (>= 0) so they stay there. */
-void nc_seg_first_touch(nc_seg_t *seg, int rank, int node);
+/* This member's block: a preferred-node policy for `node` (>= 0) so its
+ * pages go and stay there, the reservation of its space (members other than
+ * 0; tmpfs would SIGBUS on a page it cannot back), then the first touch with
+ * MADV_RANDOM in force, as the paper prescribes (rank 0 also the barrier).
+ * 0, or NUMACOLL_ERR_NOSPACE with why filled: nothing was touched. */
+int nc_seg_first_touch(nc_seg_t *seg, int rank, int node, char *why, size_t whylen);
 
 /* Placement of this member's own blocks per move_pages(). */
 typedef struct nc_placement {

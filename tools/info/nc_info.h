@@ -58,6 +58,9 @@ typedef struct nc_info_block {
 
 /* The rows of a layout (actual = "-"), 2 per member + header, sets, barrier. */
 int nc_info_layout_rows(const nc_layout_t *l, const int *numa, nc_info_block_t *rows);
+/* The node budget (NUMACOLL_SHM_LIMIT, /dev/shm) and how many communicators
+ * of this layout fit in it: only for this machine's own layouts. */
+void nc_info_print_budget(FILE *out, const nc_layout_t *l, const nc_config_t *cfg);
 void nc_info_print_layout(FILE *out, const nc_layout_t *l, const nc_config_t *cfg,
                           const nc_info_block_t *rows, int nrows, const char *note);
 /* move_pages() over [addr, addr+bytes) summarised as text, e.g. "0" or "0:3 1:5". */

@@ -123,6 +123,7 @@ int nc_info_job(const nc_info_opts_t *o, int argc, char **argv)
                 char note[128];
                 snprintf(note, sizeof note, "node %s, measured by each member", all[0].host);
                 nc_info_print_layout(stdout, &all[0].l, &all[0].cfg, rows, n, note);
+                nc_info_print_budget(stdout, &all[0].l, &all[0].cfg);
             } else {
                 printf("(segment of rank 0's node not shown: members not found among the ranks)\n\n");
             }

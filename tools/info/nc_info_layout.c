@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/nc_team.h"
+#include "shm/nc_shm.h"
 #include "nc_info.h"
 #include "topo/nc_topo.h"
 
@@ -52,6 +53,10 @@ void nc_info_print_layout(FILE *out, const nc_layout_t *l, const nc_config_t *cf
                  "(controls %zu + %d x %zu buffer) + barrier %zu\n",
             l->total, l->hdr_bytes, l->calls_bytes, l->q, l->set_bytes, l->p, l->rank_bytes, l->ctrl_bytes, l->s,
             l->buf_stride, l->barrier_bytes);
+    size_t fixed = l->total - (size_t)l->p * l->rank_bytes;
+    fprintf(out, "footprint of one communicator = (header + call ring + sets + barrier) + p x "
+                 "(controls + s x roundup(f, page)) = %zu + %d x %zu\n",
+            fixed, l->p, l->rank_bytes);
     fprintf(out, "  %10s %10s %6s  %-28s %5s %8s  %s\n", "offset", "bytes", "pages", "block",
             "owner", "intended", "move_pages");
     for (int i = 0; i < nrows; i++) {
@@ -65,6 +70,22 @@ void nc_info_print_layout(FILE *out, const nc_layout_t *l, const nc_config_t *cf
                 r->bytes / l->page, r->name, r->owner, node, r->actual);
     }
     fprintf(out, "\n");
+}
+
+void nc_info_print_budget(FILE *out, const nc_layout_t *l, const nc_config_t *cfg)
+{
+    uint64_t size = 0, avail = 0, lim = nc_budget_limit();
+    if (nc_shm_fs(&size, &avail))
+        return;
+    char b1[32], b2[32], b3[32];
+    nc_shm_fmt_bytes(lim, b1, sizeof b1);
+    nc_shm_fmt_bytes(size, b2, sizeof b2);
+    nc_shm_fmt_bytes(avail, b3, sizeof b3);
+    fprintf(out, "node budget NUMACOLL_SHM_LIMIT=%s%s (/dev/shm: %s, %s free): %llu communicators "
+                 "of this size fit; past that each new one gets s/2, s/4, ... or the MPI "
+                 "library\n\n",
+            b1, NC_CFG_NUM(cfg, SHM_LIMIT) ? "" : " (a quarter of /dev/shm)", b2, b3,
+            (unsigned long long)(lim / l->total));
 }
 
 void nc_info_pages_where(const void *addr, size_t bytes, size_t page, char *buf, size_t len)
@@ -266,6 +287,7 @@ int nc_info_layout_live(FILE *out, const nc_info_machine_t *m, int p)
         snprintf(note, sizeof note, "measured; team placement check %s%s%s",
                  pl[sh->placement & 3], sh->detail[0] ? ": " : "", sh->detail);
         nc_info_print_layout(out, &sh->l, &sh->cfg, rows, n, note);
+        nc_info_print_budget(out, &sh->l, &sh->cfg);
     }
     free(rows);
     free(numa);
