@@ -7,17 +7,19 @@
  *      queue length while it does not fit), creates the segment and reserves
  *      its own parts of it (header ready, not yet first-touched);
  *   2. allgather #1: status, NUMA node, pid, CPU mask, the configuration
- *      values that shape the segment, and (rank 0) the segment name and the
+ *      values that shape the segment, and (rank 0) the segment's descriptor
+ *      (the file has no name in /dev/shm any more: shm/nc_shm.h) and the
  *      queue length the budget allowed. Every member sees the same array, so
  *      every member takes the same decision: any error or configuration
  *      mismatch ends the creation everywhere;
- *   3. the others attach; each member reserves its block (posix_fallocate:
+ *   3. the others attach through /proc/<pid of rank 0>/fd/<fd>; each
+ *      member reserves its block (posix_fallocate:
  *      a page tmpfs cannot back is an error here, not a SIGBUS later),
  *      first-touches it with MADV_RANDOM in force and checks it with
  *      move_pages();
  *   4. allgather #2: attach/reserve status and placement result; rank 0
- *      unlinks the name (all attached, or the creation failed): from here on
- *      a crash leaves nothing in /dev/shm. A failure is reported by rank 0 in
+ *      closes the descriptor the others attached through. A crash at any
+ *      step leaves nothing in /dev/shm. A failure is reported by rank 0 in
  *      one line naming the member and what it lacked.
  */
 #include "core/nc_team.h"
@@ -42,6 +44,7 @@ static const int agreed[] = {NC_P_BCAST_FRAG_SIZE, NC_P_BCAST_QUEUE_LEN, NC_P_BC
 
 typedef struct rec1 {
     int32_t status, numa, pid, queue_len; /* queue_len: rank 0's, after the budget */
+    int32_t segfd, pad;                   /* rank 0's descriptor of the segment */
     int64_t cfg[NC_NAGREED][2];
     uint64_t cpus[NC_TOPO_CPUSET_WORDS];
     char segname[64];
@@ -245,8 +248,10 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
                                  "the communicator goes to the MPI library)",
                                  p, err);
         }
-        if (!rc)
+        if (!rc) {
             snprintf(mine.segname, sizeof mine.segname, "%s", t->seg.name);
+            mine.segfd = t->seg.fd;
+        }
     }
     mine.status = rc;
 
@@ -307,7 +312,7 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     nc_placement_t pl = {0};
     char why[256] = "";
     if (me != 0 && !rc)
-        rc = nc_seg_attach(&t->seg, r1[0].segname, &layout);
+        rc = nc_seg_attach(&t->seg, r1[0].segname, r1[0].pid, r1[0].segfd, &layout);
     if (!rc)
         rc = nc_seg_first_touch(&t->seg, me, t->numa[me], why, sizeof why);
     if (!rc) {
@@ -326,10 +331,10 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
         snprintf(why, sizeof why, "%s", numacoll_strerror(rc));
     snprintf(m2.why, sizeof m2.why, "%s", why);
 
-    /* 4. exchange #2, unlink */
+    /* 4. exchange #2, unpublish */
     brc = bs->allgather(bs->ctx, &m2, r2, sizeof m2);
     if (me == 0)
-        nc_seg_unlink(&t->seg);
+        nc_seg_unpublish(&t->seg);
     if (!brc)
         for (int i = 0; i < p && !rc; i++)
             if (r2[i].status) {

@@ -1,5 +1,5 @@
 /*
- * Segment create / attach / first touch / verify / unlink.
+ * Segment create / attach / reserve + first touch / verify / detach.
  */
 #include "shm/nc_seg.h"
 
@@ -85,7 +85,6 @@ int nc_seg_create(nc_seg_t *seg, const nc_layout_t *l, uint32_t seq0, char *why,
     if (fd < 0) {
         snprintf(why, whylen, "segment of %zu bytes could not be created (%s)", seg->bytes,
                  numacoll_strerror(fd));
-        seg->name[0] = '\0';
         return fd;
     }
     seg->fd = fd;
@@ -140,14 +139,13 @@ int nc_seg_create(nc_seg_t *seg, const nc_layout_t *l, uint32_t seq0, char *why,
     return 0;
 }
 
-int nc_seg_attach(nc_seg_t *seg, const char *name, const nc_layout_t *l)
+int nc_seg_attach(nc_seg_t *seg, const char *name, int pid, int fd, const nc_layout_t *l)
 {
     memset(seg, 0, sizeof *seg);
     seg->l = *l;
     seg->bytes = l->total;
-    seg->unlinked = 1; /* the creator unlinks */
     snprintf(seg->name, sizeof seg->name, "%s", name);
-    seg->fd = nc_shm_open(name, seg->bytes);
+    seg->fd = nc_shm_open(pid, fd, name, seg->bytes);
     if (seg->fd < 0) {
         int rc = seg->fd;
         seg->fd = -1;
@@ -173,17 +171,15 @@ int nc_seg_attach(nc_seg_t *seg, const char *name, const nc_layout_t *l)
     return 0;
 }
 
-void nc_seg_unlink(nc_seg_t *seg)
+void nc_seg_unpublish(nc_seg_t *seg)
 {
-    if (!seg->unlinked && seg->name[0]) {
-        shm_unlink(seg->name);
-        seg->unlinked = 1;
-    }
+    if (seg->fd >= 0)
+        close(seg->fd);
+    seg->fd = -1;
 }
 
 void nc_seg_detach(nc_seg_t *seg)
 {
-    nc_seg_unlink(seg);
     if (seg->fd >= 0)
         close(seg->fd);
     seg->fd = -1;
@@ -220,10 +216,10 @@ int nc_seg_first_touch(nc_seg_t *seg, int rank, int node, char *why, size_t whyl
                                 l->rank_bytes, what, why, whylen);
         if (rc)
             return rc;
-    }
-    if (seg->fd >= 0)
+        /* Rank 0 keeps its descriptor until every member attached. */
         close(seg->fd);
-    seg->fd = -1;
+        seg->fd = -1;
+    }
     /* Control blocks must read zero; writing the zero is the first touch. */
     memset(blk, 0, l->ctrl_bytes);
     for (size_t off = l->ctrl_bytes; off < l->rank_bytes; off += l->page)

@@ -107,19 +107,21 @@ NC_STATIC_ASSERT(sizeof(nc_set_ctl_t) == 2 * NC_CACHELINE, "op and nreaders on s
 
 typedef struct nc_seg {
     char name[64];
-    int fd;          /* open from create/attach until this member reserved its part */
+    int fd;          /* open from create/attach until this member reserved its part;
+                        rank 0's until every member attached through it */
     void *base;
     size_t bytes;
     nc_layout_t l;
-    int unlinked;
 } nc_seg_t;
 
 /* Rank 0: create, size, reserve rank 0's parts, map and initialise the
  * header. A failure (NUMACOLL_ERR_NOSPACE: /dev/shm too small) says why. */
 int nc_seg_create(nc_seg_t *seg, const nc_layout_t *l, uint32_t seq0, char *why, size_t whylen);
-/* Everyone else: open by name, map, check the header. */
-int nc_seg_attach(nc_seg_t *seg, const char *name, const nc_layout_t *l);
-void nc_seg_unlink(nc_seg_t *seg);
+/* Everyone else: open rank 0's descriptor fd of process pid (the file has no
+ * name any more, see shm/nc_shm.h), map, check the header. */
+int nc_seg_attach(nc_seg_t *seg, const char *name, int pid, int fd, const nc_layout_t *l);
+/* Rank 0, once every member attached: close the descriptor they used. */
+void nc_seg_unpublish(nc_seg_t *seg);
 void nc_seg_detach(nc_seg_t *seg);
 
 static inline nc_seg_hdr_t *nc_seg_hdr(const nc_seg_t *seg)

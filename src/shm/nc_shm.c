@@ -71,20 +71,24 @@ int nc_shm_create(const char *name, size_t bytes)
                      errno == EEXIST ? " (a file is already there: refused, not reused)" : "");
         return NUMACOLL_ERR_SHM;
     }
+    /* From here on the file lives only as long as a process holds it. */
+    shm_unlink(name);
     if (ftruncate(fd, (off_t)bytes)) {
-        nc_log_error("ftruncate(%s, %zu): %s", name, bytes, strerror(errno));
+        int e = errno;
+        nc_log_error("ftruncate(%s, %zu): %s", name, bytes, strerror(e));
         close(fd);
-        shm_unlink(name);
-        return errno == EFBIG || errno == ENOSPC ? NUMACOLL_ERR_NOSPACE : NUMACOLL_ERR_SHM;
+        return e == EFBIG || e == ENOSPC ? NUMACOLL_ERR_NOSPACE : NUMACOLL_ERR_SHM;
     }
     return fd;
 }
 
-int nc_shm_open(const char *name, size_t bytes)
+int nc_shm_open(int pid, int cfd, const char *name, size_t bytes)
 {
-    int fd = shm_open(name, O_RDWR | O_NOFOLLOW, 0);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd/%d", pid, cfd);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0) {
-        nc_log_error("shm_open(%s) to attach: %s", name, strerror(errno));
+        nc_log_error("attach to segment %s through %s: %s", name, path, strerror(errno));
         return NUMACOLL_ERR_SHM;
     }
     struct stat st;
@@ -251,9 +255,9 @@ int nc_budget_join(const numacoll_bootstrap_t *bs)
         return 0;
     size_t page = nc_page_size();
     struct {
-        int32_t status, pad;
+        int32_t status, pid, fd, pad;
         char name[64];
-    } mine = {0}, *all = calloc((size_t)bs->size, sizeof mine);
+    } mine = {.pid = (int32_t)getpid(), .fd = -1}, *all = calloc((size_t)bs->size, sizeof mine);
     if (!all)
         return NUMACOLL_ERR_NOMEM;
     budget_page_t *bp = NULL;
@@ -262,6 +266,7 @@ int nc_budget_join(const numacoll_bootstrap_t *bs)
     if (bs->rank == 0) {
         nc_shm_name(mine.name, sizeof mine.name);
         fd = nc_shm_create(mine.name, page);
+        mine.fd = fd;
         if (fd < 0)
             mine.status = fd;
         else if ((mine.status = nc_shm_reserve(fd, 0, page, "the node budget page", why,
@@ -271,7 +276,7 @@ int nc_budget_join(const numacoll_bootstrap_t *bs)
     /* 1. the name (or the creator's failure) */
     int rc = bs->allgather(bs->ctx, &mine, all, sizeof mine);
     if (!rc && !all[0].status && bs->rank != 0) {
-        fd = nc_shm_open(all[0].name, page);
+        fd = nc_shm_open(all[0].pid, all[0].fd, all[0].name, page);
         mine.status = fd < 0 ? fd : 0;
     }
     if (!rc && !all[0].status && fd >= 0) {
@@ -284,13 +289,14 @@ int nc_budget_join(const numacoll_bootstrap_t *bs)
             atomic_store_explicit(&bp->used, 0, memory_order_relaxed);
         }
     }
-    if (fd >= 0)
+    if (fd >= 0 && bs->rank != 0)
         close(fd);
     /* 2. everyone attached (the exchange orders rank 0's initialisation
-     * before anyone's use: the bootstrap is a full synchronisation) */
+     * before anyone's use: the bootstrap is a full synchronisation); rank 0
+     * keeps its descriptor open until here, the others attach through it */
     int rc2 = rc ? rc : bs->allgather(bs->ctx, &mine, all, sizeof mine);
-    if (bs->rank == 0 && mine.name[0])
-        shm_unlink(mine.name);
+    if (fd >= 0 && bs->rank == 0)
+        close(fd);
     int ok = !rc2;
     for (int i = 0; ok && i < bs->size; i++)
         ok = !all[i].status;

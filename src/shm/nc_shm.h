@@ -3,12 +3,18 @@
  * reservation, the node-wide budget, and the clean-up of files left by
  * processes that died.
  *
+ * A file has a name only for the moment it takes to create it: the creator
+ * unlinks it before it returns from nc_shm_create() and the others open the
+ * creator's descriptor through /proc/<pid>/fd/<fd>, which the kernel allows
+ * to processes of the same user. So a process killed at any point (kill -9,
+ * a launcher tearing the job down) leaves nothing in /dev/shm: the memory
+ * goes when the last process holding it exits.
  * Names are /numacoll-<uid>-<pid>-<16 random hex digits>: unpredictable
- * (getrandom), and the creator's uid and pid let a later process remove a
- * file whose creator is gone (nc_shm_sweep). Files are created 0600 with
- * O_EXCL | O_NOFOLLOW, so a file or symlink already at the name is refused,
- * never followed or reused; an attacher opens with O_NOFOLLOW and checks that
- * the file belongs to its own user with mode 0600.
+ * (getrandom); the creator's uid and pid let a later process remove a file
+ * whose creator died inside that moment (nc_shm_sweep). Files are created
+ * 0600 with O_EXCL | O_NOFOLLOW, so a file or symlink already at the name is
+ * refused, never followed or reused; an attacher checks that the file
+ * belongs to its own user with mode 0600.
  *
  * Space: tmpfs allocates a page on first touch, and a touch it cannot back
  * kills the process with SIGBUS. Every byte a member will touch is reserved
@@ -28,12 +34,14 @@
 /* A fresh unpredictable name ("/numacoll-..."); buf holds at least 64 bytes. */
 void nc_shm_name(char *buf, size_t len);
 
-/* Create name exclusively (0600), size it to bytes; returns the fd or a
- * negative NUMACOLL_ERR_* (logged). */
+/* Create name exclusively (0600), size it to bytes, unlink the name; returns
+ * the fd (keep it open until every member attached) or a negative
+ * NUMACOLL_ERR_* (logged). */
 int nc_shm_create(const char *name, size_t bytes);
-/* Open an existing file for attach: refuses symlinks, other owners, modes
- * other than 0600 and a size other than bytes. Returns fd or error (logged). */
-int nc_shm_open(const char *name, size_t bytes);
+/* Attach to the file behind descriptor fd of process pid (the creator):
+ * refuses other owners, modes other than 0600 and a size other than bytes;
+ * name is for messages. Returns an fd or error (logged). */
+int nc_shm_open(int pid, int fd, const char *name, size_t bytes);
 
 /* Reserve [off, off+len) of fd. 0, or NUMACOLL_ERR_NOSPACE with a one-line
  * explanation in why (what was needed, what /dev/shm has, what lowers it). */
