@@ -6,9 +6,12 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define NC_CHECK_PERIOD_NS 50000000u /* 50 ms between liveness checks */
+#define NC_NAP_AFTER_NS 200000000u   /* a wait this long naps instead of yielding */
+#define NC_NAP_NS 100000             /* 100 us per nap */
 
 int nc_pid_dead(int pid)
 {
@@ -48,7 +51,10 @@ int nc_backoff_slow(nc_backoff_t *b)
         }
         return b->pending;
     }
-    sched_yield();
+    if (b->napping)
+        nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = NC_NAP_NS}, NULL);
+    else
+        sched_yield();
     if (++b->yields & 31)
         return 0;
     if (atomic_load_explicit(w->broken, memory_order_relaxed)) {
@@ -57,11 +63,13 @@ int nc_backoff_slow(nc_backoff_t *b)
     }
     uint64_t now = nc_time_ns();
     if (!b->next_check) {
+        b->since = now;
         b->next_check = now + NC_CHECK_PERIOD_NS;
         return 0;
     }
     if (now < b->next_check)
         return 0;
+    b->napping = now - b->since > NC_NAP_AFTER_NS;
     b->next_check = now + NC_CHECK_PERIOD_NS;
     for (int i = 0; i < w->p; i++) {
         if (i != w->rank && nc_pid_dead(w->pids[i])) {

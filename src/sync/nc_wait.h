@@ -9,7 +9,10 @@
  *
  * Up to spin_limit pauses (NUMACOLL_SPIN_COUNT; 0 when the team has more
  * members than CPUs, so an oversubscribed waiter gives its CPU away at once),
- * then sched_yield(). While yielding, every ~50 ms the waiter checks the team's
+ * then sched_yield(); a wait longer than 200 ms (a stopped or descheduled
+ * peer: SIGSTOP, a debugger, a heavily oversubscribed node) naps 100 us per
+ * round instead, so it no longer burns a CPU the others may need. While
+ * yielding or napping, every ~50 ms the waiter checks the team's
  * broken flag and whether every member's pid is still alive, so a dead peer
  * ends the wait with NUMACOLL_ERR_PEER_DEAD within a fraction of a second.
  * A death (or the broken flag) is reported on the call after the one that
@@ -35,6 +38,8 @@ typedef struct nc_backoff {
     const nc_waitctx_t *w;
     uint32_t spins, yields;
     uint64_t next_check;
+    uint64_t since; /* when the first slow round ran (0: not yet) */
+    int napping;    /* the wait has lasted long: sleep, do not yield */
     int pending; /* an error seen; reported only if the condition still fails */
     int dead;    /* the member found dead, for the report */
 } nc_backoff_t;
@@ -45,6 +50,8 @@ static inline void nc_backoff_init(nc_backoff_t *b, const nc_waitctx_t *w)
     b->spins = 0;
     b->yields = 0;
     b->next_check = 0;
+    b->since = 0;
+    b->napping = 0;
     b->pending = 0;
     b->dead = -1;
 }
