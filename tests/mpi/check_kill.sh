@@ -47,6 +47,14 @@ if [ "${1:-}" = --trial ]; then
         echo "FAIL $what/$variant: only ${#pids[@]} of $np ranks started"; cat "$out"
         kill -9 $job 2>/dev/null; exit 1
     fi
+    # Mid-bcast and mid-barrier kills come after the set-up of the loop's
+    # communicator (every rank passed its first call); set-up kills do not wait.
+    if [ "$mode" != setup ]; then
+        for _ in $(seq 200); do
+            [ "$(grep -c ' looping$' "$out")" -ge "$np" ] && break
+            sleep 0.05
+        done
+    fi
     vrank=$((RANDOM % np)); victim=$(grep -o "rank $vrank pid [0-9]*" "$out" | awk "{print \$4}")
     sleep "$delay"
     cpu() { # utime + stime of a pid, in clock ticks
@@ -84,7 +92,10 @@ if [ "${1:-}" = --trial ]; then
         left=("${pids[@]}")
         while [ "${#left[@]}" -gt 0 ] && [ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 10000 ]; do
             still=()
-            for p in "${left[@]}"; do kill -0 "$p" 2>/dev/null && still+=("$p"); done
+            for p in "${left[@]}"; do  # a zombie (state Z) is gone, only not reaped yet
+                kill -0 "$p" 2>/dev/null && ! grep -q ') Z' "/proc/$p/stat" 2>/dev/null &&
+                    still+=("$p")
+            done
             left=("${still[@]}")
             [ "${#left[@]}" -gt 0 ] && sleep 0.02
         done

@@ -10,7 +10,8 @@
  *
  * The stop flag travels in the first word of a broadcast, so every rank
  * leaves the loop after the same call. Each rank prints "kill_target: rank R
- * pid P ready" once MPI_Init returned; rank 0 prints "kill_target: N calls,
+ * pid P ready" once MPI_Init returned, "kill_target: rank R looping" after
+ * its first call (set-up done); rank 0 prints "kill_target: N calls,
  * 0 wrong bytes" at the end (or the count of wrong bytes, exit 1). */
 #include <mpi.h>
 #include <stdint.h>
@@ -90,7 +91,11 @@ int main(int argc, char **argv)
                 fprintf(stderr, "kill_target: unknown mode \"%s\" (setup, bcast, barrier)\n", mode);
             MPI_Abort(MPI_COMM_WORLD, 2);
         }
-        it++;
+        if (it++ == 0) {
+            /* past the first call: the communicator's set-up is behind */
+            printf("kill_target: rank %d looping\n", rank);
+            fflush(stdout);
+        }
     }
     long all = 0;
     MPI_Reduce(&wrong, &all, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
