@@ -43,6 +43,16 @@ int nc_log_level(void);
 void nc_log_error_once(const char *fmt, ...) NC_PRINTF(1, 2);
 void nc_log_warn_once(const char *key, const char *fmt, ...) NC_PRINTF(2, 3);
 
+/* User text (an option value, a tunable, a line of a file) as a message shows
+ * it between double quotes: one line of printable ASCII, with C escapes for
+ * '"' and '\\' and \xHH for every byte that is not printable ASCII, cut with
+ * "..." after NC_QUOTE_MAX characters so that the valid form after it still
+ * fits the message. Returns buf; a buffer of NC_QUOTE_LEN bytes holds any
+ * text. NULL quotes as (null). Defined in nc_quote.c (library nc_text too). */
+#define NC_QUOTE_MAX 64
+#define NC_QUOTE_LEN (NC_QUOTE_MAX + 8)
+const char *nc_quote(char *buf, size_t len, const char *text);
+
 uint64_t nc_time_ns(void);
 size_t nc_page_size(void);
 

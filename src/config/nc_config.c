@@ -71,7 +71,7 @@ static int parse_int(const char *s, int allow_suffix, int64_t *out)
     if (end == s || errno)
         return -1;
     int64_t mult = 1;
-    if (allow_suffix && *end) {
+    if (allow_suffix && *end && *end != ' ') {
         switch (*end) {
         case 'k': case 'K': mult = 1 << 10; break;
         case 'm': case 'M': mult = 1 << 20; break;
@@ -84,8 +84,8 @@ static int parse_int(const char *s, int allow_suffix, int64_t *out)
     }
     while (*end == ' ')
         end++;
-    if (*end)
-        return -1;
+    if (*end || v > INT64_MAX / mult || v < INT64_MIN / mult)
+        return -1; /* e.g. 9007199254740992k: out of every range, not wrapped around */
     *out = (int64_t)v * mult;
     return 0;
 }
@@ -93,7 +93,7 @@ static int parse_int(const char *s, int allow_suffix, int64_t *out)
 int nc_param_parse(int index, const char *text, nc_param_value_t *out, char *err, size_t errlen)
 {
     const nc_param_desc_t *d = &params[index];
-    char range[96];
+    char range[96], q[NC_QUOTE_LEN];
     nc_param_range_text(index, range, sizeof range);
     nc_param_value_t v = {0};
 
@@ -102,7 +102,7 @@ int nc_param_parse(int index, const char *text, nc_param_value_t *out, char *err
     case NC_PT_INT:
         if (parse_int(text, d->type == NC_PT_SIZE, &v.num) || v.num < d->min || v.num > d->max) {
             snprintf(err, errlen, "NUMACOLL_%s=\"%s\" is not valid: expected %s%s in %s", d->name,
-                     text, d->type == NC_PT_SIZE ? "a size" : "an integer",
+                     nc_quote(q, sizeof q, text), d->type == NC_PT_SIZE ? "a size" : "an integer",
                      d->type == NC_PT_SIZE ? " (suffix k/m/g allowed)" : "", range);
             return NUMACOLL_ERR_TUNABLE;
         }
@@ -113,8 +113,8 @@ int nc_param_parse(int index, const char *text, nc_param_value_t *out, char *err
         int k;
         char why[160];
         if (nc_tree_parse(text, &kind, &k, why, sizeof why)) {
-            snprintf(err, errlen, "NUMACOLL_%s=\"%s\" is not valid: expected %s", d->name, text,
-                     range);
+            snprintf(err, errlen, "NUMACOLL_%s=\"%s\" is not valid: expected %s", d->name,
+                     nc_quote(q, sizeof q, text), range);
             return NUMACOLL_ERR_TUNABLE;
         }
         v.num = kind;
@@ -134,7 +134,7 @@ int nc_param_parse(int index, const char *text, nc_param_value_t *out, char *err
         }
         if (found < 0) {
             snprintf(err, errlen, "NUMACOLL_%s=\"%s\" is not valid: expected one of %s", d->name,
-                     text, range);
+                     nc_quote(q, sizeof q, text), range);
             return NUMACOLL_ERR_TUNABLE;
         }
         v.num = found;
@@ -229,14 +229,20 @@ int nc_config_snapshot(nc_config_t *out)
 int nc_config_set(const char *name, const char *value, nc_param_source_t src)
 {
     int i = nc_param_lookup(name);
+    char err[256], q[96];
     if (i < 0) {
-        nc_log_error("unknown tunable \"%s\" (numacoll-info --params lists them)", name ? name : "");
+        nc_log_error("unknown tunable \"%s\" (numacoll-info --params lists them)",
+                     nc_quote(q, sizeof q, name ? name : ""));
         return NUMACOLL_ERR_INVAL;
     }
-    char err[256];
     nc_param_value_t v = {.source = src};
-    if (!value || nc_param_parse(i, value, &v, err, sizeof err)) {
-        nc_log_error("%s", value ? err : "tunable value is NULL");
+    if (!value) {
+        nc_param_range_text(i, q, sizeof q);
+        nc_log_error("NUMACOLL_%s: the value is NULL (expected %s)", params[i].name, q);
+        return NUMACOLL_ERR_TUNABLE;
+    }
+    if (nc_param_parse(i, value, &v, err, sizeof err)) {
+        nc_log_error("%s", err);
         return NUMACOLL_ERR_TUNABLE;
     }
     pthread_mutex_lock(&global_lock);

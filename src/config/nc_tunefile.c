@@ -6,14 +6,16 @@
 #include "config/nc_tunefile.h"
 
 #include <ctype.h>
-#include <stdarg.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/nc_common.h"
@@ -102,8 +104,13 @@ static const char *const sig_keys[] = {"cpu_model", "numa_nodes", "cores", "p"};
 int nc_tune_section_set(nc_tune_section_t *sec, const char *key, const char *value, char *err,
                         size_t errlen)
 {
-    char canon[64], text[sizeof sec->kv[0].value];
+    char canon[sizeof sec->kv[0].key], text[sizeof sec->kv[0].value], q[NC_QUOTE_LEN];
     if (!strncasecmp(key, "info.", 5)) {
+        if (strlen(key) >= sizeof canon) {
+            snprintf(err, errlen, "key \"%s\" too long (at most %zu characters)",
+                     nc_quote(q, sizeof q, key), sizeof canon - 1);
+            return NUMACOLL_ERR_INVAL;
+        }
         snprintf(canon, sizeof canon, "%s", key);
     } else {
         int i = nc_param_lookup(key);
@@ -111,7 +118,7 @@ int nc_tune_section_set(nc_tune_section_t *sec, const char *key, const char *val
             snprintf(err, errlen,
                      "unknown key \"%s\" (expected cpu_model, numa_nodes, cores, p, a tunable "
                      "listed by numacoll-info --params, or info.*)",
-                     key);
+                     nc_quote(q, sizeof q, key));
             return NUMACOLL_ERR_INVAL;
         }
         nc_param_value_t v = {.source = NC_SRC_TUNE_FILE};
@@ -125,7 +132,8 @@ int nc_tune_section_set(nc_tune_section_t *sec, const char *key, const char *val
         value = text;
     }
     if (strlen(value) >= sizeof sec->kv[0].value) {
-        snprintf(err, errlen, "value of %s is too long", canon);
+        snprintf(err, errlen, "value of %s is too long (at most %zu characters)",
+                 nc_quote(q, sizeof q, canon), sizeof sec->kv[0].value - 1);
         return NUMACOLL_ERR_INVAL;
     }
     for (int k = 0; k < sec->nkv; k++)
@@ -134,7 +142,7 @@ int nc_tune_section_set(nc_tune_section_t *sec, const char *key, const char *val
             return 0;
         }
     if (sec->nkv >= NC_TUNE_MAX_KV) {
-        snprintf(err, errlen, "more than %d keys in one section", NC_TUNE_MAX_KV);
+        snprintf(err, errlen, "too many keys in one section (at most %d)", NC_TUNE_MAX_KV);
         return NUMACOLL_ERR_INVAL;
     }
     snprintf(sec->kv[sec->nkv].key, sizeof sec->kv[0].key, "%s", canon);
@@ -218,6 +226,28 @@ static int parse_count(const char *v, int *out)
     return 0;
 }
 
+/* One line into buf (at most len - 2 characters; the '\n' is dropped). 1: a
+ * line; 0: end of file; -1 with `why`: too long, or a NUL byte (which would
+ * silently cut the line short for every string function after this). */
+static int read_line(FILE *fp, char *buf, size_t len, char *why, size_t wlen)
+{
+    size_t n = 0;
+    int c;
+    while ((c = getc(fp)) != EOF && c != '\n') {
+        if (c == '\0') {
+            snprintf(why, wlen, "NUL byte at column %zu (a tune file is text)", n + 1);
+            return -1;
+        }
+        if (n + 2 >= len) {
+            snprintf(why, wlen, "line longer than %zu characters", len - 2);
+            return -1;
+        }
+        buf[n++] = (char)c;
+    }
+    buf[n] = '\0';
+    return c != EOF || n > 0;
+}
+
 /* 1: all four signature keys seen. */
 static int finish_section(const nc_tunefile_t *tf, const nc_tune_section_t *sec, unsigned seen,
                           char *why, size_t len)
@@ -243,25 +273,20 @@ static int finish_section(const nc_tunefile_t *tf, const nc_tune_section_t *sec,
     return 0;
 }
 
-int nc_tunefile_read(const char *path, nc_tunefile_t *out, char *err, size_t errlen)
+int nc_tunefile_read_stream(FILE *fp, const char *path, nc_tunefile_t *out, char *err,
+                            size_t errlen)
 {
     nc_tunefile_t tf = {0};
     nc_tune_section_t cur;
     unsigned seen = 0;
-    int in_section = 0, have_version = 0, lineno = 0, rc = 0;
-    char line[1024], why[320] = "";
+    int in_section = 0, have_version = 0, lineno = 0, rc = 0, got;
+    char line[1024], why[320] = "", q[NC_QUOTE_LEN];
 
     out->nsec = 0;
     out->sec = NULL;
-    FILE *fp = fopen(path, "r");
-    if (!fp) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return NUMACOLL_ERR_INVAL;
-    }
-    while (!rc && fgets(line, sizeof line, fp)) {
+    while (!rc && (got = read_line(fp, line, sizeof line, why, sizeof why)) != 0) {
         lineno++;
-        if (!strchr(line, '\n') && !feof(fp)) {
-            snprintf(why, sizeof why, "line longer than %zu characters", sizeof line - 2);
+        if (got < 0) {
             rc = NUMACOLL_ERR_INVAL;
             break;
         }
@@ -269,8 +294,8 @@ int nc_tunefile_read(const char *path, nc_tunefile_t *out, char *err, size_t err
         if (!*s || *s == '#')
             continue;
         if (!have_version) {
-            int ver;
-            if (sscanf(s, "numacoll-tune-file %d", &ver) != 1) {
+            int ver, end = 0;
+            if (sscanf(s, "numacoll-tune-file %d%n", &ver, &end) != 1 || s[end]) {
                 snprintf(why, sizeof why,
                          "not a numacoll tune file (the first line must be "
                          "\"numacoll-tune-file %d\")",
@@ -299,14 +324,18 @@ int nc_tunefile_read(const char *path, nc_tunefile_t *out, char *err, size_t err
         }
         char *eq = strchr(s, '=');
         if (!eq) {
-            snprintf(why, sizeof why, "expected \"[tune]\" or \"key = value\"");
+            snprintf(why, sizeof why, "\"%s\": expected \"[tune]\" or \"key = value\"",
+                     nc_quote(q, sizeof q, s));
             rc = NUMACOLL_ERR_INVAL;
             break;
         }
         *eq = '\0';
         char *key = trim(s), *val = trim(eq + 1);
         if (!in_section) {
-            snprintf(why, sizeof why, "\"%s\" before the first [tune] section", key);
+            snprintf(why, sizeof why,
+                     "key \"%s\" before the first [tune] section (expected a \"[tune]\" line "
+                     "first)",
+                     nc_quote(q, sizeof q, key));
             rc = NUMACOLL_ERR_INVAL;
             break;
         }
@@ -321,13 +350,17 @@ int nc_tunefile_read(const char *path, nc_tunefile_t *out, char *err, size_t err
             } else if (sk == 0) {
                 collapse_spaces(cur.sig.cpu_model, sizeof cur.sig.cpu_model, val);
                 if (!cur.sig.cpu_model[0]) {
-                    snprintf(why, sizeof why, "cpu_model is empty");
+                    snprintf(why, sizeof why,
+                             "cpu_model is empty (expected the CPU model, as numacoll-tune "
+                             "writes it)");
                     rc = NUMACOLL_ERR_INVAL;
                 }
             } else if (parse_count(val, sk == 1 ? &cur.sig.numa_nodes
                                          : sk == 2 ? &cur.sig.cores
                                                    : &cur.sig.p)) {
-                snprintf(why, sizeof why, "%s = \"%s\": expected a positive integer", key, val);
+                snprintf(why, sizeof why,
+                         "%s = \"%s\": expected a positive integer (1 to %d)", key,
+                         nc_quote(q, sizeof q, val), INT_MAX);
                 rc = NUMACOLL_ERR_INVAL;
             }
             seen |= 1u << sk;
@@ -336,7 +369,8 @@ int nc_tunefile_read(const char *path, nc_tunefile_t *out, char *err, size_t err
         for (int k = 0; k < cur.nkv && !rc; k++) {
             int a = nc_param_lookup(key);
             if ((a >= 0 && a == nc_param_lookup(cur.kv[k].key)) || !strcasecmp(key, cur.kv[k].key)) {
-                snprintf(why, sizeof why, "%s given twice in one section", key);
+                snprintf(why, sizeof why, "%s given twice in one section",
+                         nc_quote(q, sizeof q, key));
                 rc = NUMACOLL_ERR_INVAL;
             }
         }
@@ -347,9 +381,10 @@ int nc_tunefile_read(const char *path, nc_tunefile_t *out, char *err, size_t err
         snprintf(why, sizeof why, "read error");
         rc = NUMACOLL_ERR_INVAL;
     }
-    fclose(fp);
     if (!rc && !have_version) {
-        snprintf(why, sizeof why, "empty (no \"numacoll-tune-file %d\" line)",
+        snprintf(why, sizeof why,
+                 "empty (expected \"numacoll-tune-file %d\" as the first line that is not a "
+                 "comment)",
                  NC_TUNE_FORMAT_VERSION);
         rc = NUMACOLL_ERR_INVAL;
     }
@@ -367,21 +402,74 @@ int nc_tunefile_read(const char *path, nc_tunefile_t *out, char *err, size_t err
     return 0;
 }
 
+/* Opens a tune file for reading: O_NONBLOCK so that a FIFO named by
+ * NUMACOLL_TUNE_FILE cannot hang the open, then only regular files are read.
+ * Symbolic links are followed on purpose (a link in ~/.config is legitimate);
+ * what matters is the file finally opened, so its owner and mode are checked
+ * with fstat() on the open descriptor (no window between check and read).
+ * trusted: also refuse a file that others could have written: group- or
+ * world-writable, or owned by neither the effective user nor root. On refusal
+ * `why` says why (without the path) and *fp is NULL. */
+static int open_tunefile(const char *path, int trusted, FILE **fp, char *why, size_t len)
+{
+    *fp = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        snprintf(why, len, "%s", strerror(errno));
+        return NUMACOLL_ERR_INVAL;
+    }
+    struct stat st;
+    const char *bad = NULL;
+    char buf[160];
+    if (fstat(fd, &st)) {
+        snprintf(buf, sizeof buf, "%s", strerror(errno));
+        bad = buf;
+    } else if (!S_ISREG(st.st_mode)) {
+        bad = "not a regular file";
+    } else if (trusted && st.st_uid != geteuid() && st.st_uid != 0) {
+        snprintf(buf, sizeof buf, "owned by uid %u, neither this user (uid %u) nor root; "
+                 "only a file you or root own is read", (unsigned)st.st_uid, (unsigned)geteuid());
+        bad = buf;
+    } else if (trusted && (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        snprintf(buf, sizeof buf, "writable by others (mode %04o); chmod go-w %s",
+                 (unsigned)(st.st_mode & 07777), path);
+        bad = buf;
+    }
+    if (bad) {
+        snprintf(why, len, "%s", bad);
+        close(fd);
+        return NUMACOLL_ERR_INVAL;
+    }
+    /* regular file: blocking reads from here on */
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    *fp = fdopen(fd, "r");
+    if (!*fp) {
+        snprintf(why, len, "%s", strerror(errno));
+        close(fd);
+        return NUMACOLL_ERR_NOMEM;
+    }
+    return 0;
+}
+
+int nc_tunefile_read(const char *path, nc_tunefile_t *out, char *err, size_t errlen)
+{
+    FILE *fp;
+    char why[256];
+    out->nsec = 0;
+    out->sec = NULL;
+    if (open_tunefile(path, 0, &fp, why, sizeof why)) {
+        snprintf(err, errlen, "%s: %s", path, why);
+        return NUMACOLL_ERR_INVAL;
+    }
+    int rc = nc_tunefile_read_stream(fp, path, out, err, errlen);
+    fclose(fp);
+    return rc;
+}
+
 /* ---- writing ------------------------------------------------------------------- */
 
-int nc_tunefile_write(const char *path, const nc_tunefile_t *tf, const char *header_comment,
-                      char *err, size_t errlen)
+int nc_tunefile_write_stream(FILE *fp, const nc_tunefile_t *tf, const char *header_comment)
 {
-    char tmp[PATH_MAX];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp) {
-        snprintf(err, errlen, "%s: path too long", path);
-        return NUMACOLL_ERR_INVAL;
-    }
-    FILE *fp = fopen(tmp, "w");
-    if (!fp) {
-        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-        return NUMACOLL_ERR_INVAL;
-    }
     fprintf(fp, "# numacoll tune file: one [tune] section per (machine signature, team size p).\n"
                 "# Read from NUMACOLL_TUNE_FILE, $XDG_CONFIG_HOME/numacoll/tune or\n"
                 "# /etc/numacoll/tune; NUMACOLL_* environment variables win over it.\n");
@@ -401,7 +489,31 @@ int nc_tunefile_write(const char *path, const nc_tunefile_t *tf, const char *hea
         for (int k = 0; k < s->nkv; k++)
             fprintf(fp, "%s = %s\n", s->kv[k].key, s->kv[k].value);
     }
-    int bad = ferror(fp);
+    return ferror(fp) ? NUMACOLL_ERR_INVAL : 0;
+}
+
+int nc_tunefile_write(const char *path, const nc_tunefile_t *tf, const char *header_comment,
+                      char *err, size_t errlen)
+{
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp) {
+        snprintf(err, errlen, "%s: path too long", path);
+        return NUMACOLL_ERR_INVAL;
+    }
+    /* A fresh file, created 0644 (less the umask): the library ignores a tune
+     * file others can write, so never hand a stale temporary's mode on. */
+    unlink(tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    FILE *fp = fd < 0 ? NULL : fdopen(fd, "w");
+    if (!fp) {
+        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp);
+        }
+        return NUMACOLL_ERR_INVAL;
+    }
+    int bad = nc_tunefile_write_stream(fp, tf, header_comment);
     if (fclose(fp) || bad || rename(tmp, path)) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno ? errno : EIO));
         unlink(tmp);
@@ -453,9 +565,16 @@ const char *nc_tunefile_path(char *buf, size_t len, const char **origin)
 
 static pthread_mutex_t status_lock = PTHREAD_MUTEX_INITIALIZER;
 static char status_line[640] = "not read yet";
-static char last_reported[640];
+/* Messages already reported: nc_tunefile_apply() runs at every team creation,
+ * and a process must not repeat the same complaint for each of them. */
+#define NC_TUNE_REPORTED_MAX 16
+static char reported[NC_TUNE_REPORTED_MAX][640];
+static int nreported;
 
-/* Set the status; report it on stderr once per distinct message if `loud`. */
+enum { NC_TUNE_QUIET = 0, NC_TUNE_ERROR, NC_TUNE_WARN };
+
+/* Set the status; with `loud` (error or warning) report it on stderr, once per
+ * distinct message and process. */
 static void set_status(int loud, const char *fmt, ...) NC_PRINTF(2, 3);
 static void set_status(int loud, const char *fmt, ...)
 {
@@ -466,12 +585,21 @@ static void set_status(int loud, const char *fmt, ...)
     va_end(ap);
     pthread_mutex_lock(&status_lock);
     snprintf(status_line, sizeof status_line, "%s", msg);
-    int report = loud && strcmp(last_reported, msg);
-    if (report)
-        snprintf(last_reported, sizeof last_reported, "%s", msg);
+    int report = loud != NC_TUNE_QUIET;
+    for (int i = 0; report && i < nreported; i++)
+        if (!strcmp(reported[i], msg))
+            report = 0;
+    if (report && nreported < NC_TUNE_REPORTED_MAX)
+        snprintf(reported[nreported++], sizeof reported[0], "%s", msg);
     pthread_mutex_unlock(&status_lock);
-    if (report)
+    if (report && loud == NC_TUNE_WARN) {
+        /* the library's log line, tagged as a warning; one write */
+        char line[720];
+        snprintf(line, sizeof line, "numacoll[%d] warning: %s\n", (int)getpid(), msg);
+        fputs(line, stderr);
+    } else if (report) {
         nc_log_error("%s", msg);
+    }
 }
 
 void nc_tunefile_status(char *buf, size_t len)
@@ -496,20 +624,37 @@ int nc_tunefile_apply(nc_config_t *cfg, int p)
         }
 
     if (!nc_tunefile_path(path, sizeof path, &origin)) {
-        set_status(0, "none (%s)", origin);
+        set_status(NC_TUNE_QUIET, "none (%s)", origin);
         *cfg = c;
         return 0;
     }
     int named = !strcmp(origin, "NUMACOLL_TUNE_FILE");
     nc_tunefile_t tf;
-    if (nc_tunefile_read(path, &tf, err, sizeof err)) {
-        set_status(1, "tune file ignored (nothing applied): %s", err);
+    FILE *fp;
+    char why[256];
+    int orc = open_tunefile(path, 1, &fp, why, sizeof why);
+    if (orc && access(path, F_OK) == 0) {
+        /* there, but not safe (or not readable) */
+        set_status(NC_TUNE_WARN, "ignoring tune file %s: %s", path, why);
+        *cfg = c;
+        return 0;
+    }
+    if (orc) {
+        set_status(NC_TUNE_ERROR, "tune file ignored (nothing applied): %s: %s", path, why);
+        *cfg = c;
+        return 0;
+    }
+    int rrc = nc_tunefile_read_stream(fp, path, &tf, err, sizeof err);
+    fclose(fp);
+    if (rrc) {
+        set_status(NC_TUNE_ERROR, "tune file ignored (nothing applied): %s", err);
         *cfg = c;
         return 0;
     }
     nc_tune_sig_t me;
     if (nc_tune_sig_local(&me)) {
-        set_status(1, "tune file %s ignored: this machine's topology could not be read", path);
+        set_status(NC_TUNE_ERROR, "tune file %s ignored: this machine's topology could not be read",
+                   path);
         nc_tunefile_free(&tf);
         *cfg = c;
         return 0;
@@ -526,7 +671,8 @@ int nc_tunefile_apply(nc_config_t *cfg, int p)
         int same = 0;
         for (int i = 0; i < tf.nsec; i++)
             same += nc_tune_sig_same_machine(&tf.sec[i].sig, &me);
-        set_status(named, "tune file %s ignored: %s for this machine (%s)", path,
+        set_status(named ? NC_TUNE_ERROR : NC_TUNE_QUIET,
+                   "tune file %s ignored: %s for this machine (%s)", path,
                    same ? "no section for this team size or the core count"
                         : "foreign: no section",
                    sig);
@@ -548,11 +694,12 @@ int nc_tunefile_apply(nc_config_t *cfg, int p)
     int secp = sec->sig.p, line = sec->line;
     nc_tunefile_free(&tf);
     if (nc_config_check(&c, err, sizeof err)) {
-        set_status(1, "tune file %s:%d ignored (nothing applied): with the environment: %s", path,
+        set_status(NC_TUNE_ERROR,
+                   "tune file %s:%d ignored (nothing applied): with the environment: %s", path,
                    line, err);
         return 0;
     }
-    set_status(0, "%s (%s): section at line %d (p=%d) applied, %d value%s", path, origin, line,
+    set_status(NC_TUNE_QUIET, "%s (%s): section at line %d (p=%d) applied, %d value%s", path, origin, line,
                secp, n, n == 1 ? "" : "s");
     *cfg = c;
     return n;

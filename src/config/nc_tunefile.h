@@ -7,6 +7,10 @@
  *   2. $XDG_CONFIG_HOME/numacoll/tune (default $HOME/.config/numacoll/tune);
  *   3. /etc/numacoll/tune.
  * A missing file at 2 or 3 is normal; a missing file named by 1 is reported.
+ * Whichever applies must be a regular file owned by the effective user or root
+ * and writable by nobody else (mode & 022 == 0), checked with fstat() on the
+ * opened file (a symbolic link to such a file is fine); any other file is
+ * ignored with a one-line warning naming it and the reason, once per process.
  *
  * Format (text, one key = value per line, '#' starts a comment line):
  *
@@ -36,6 +40,7 @@
 
 #include <hwloc.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "config/nc_config.h"
 
@@ -76,6 +81,9 @@ void nc_tune_sig_format(const nc_tune_sig_t *sig, char *buf, size_t len);
 /* Parse and validate a whole file. 0, or NUMACOLL_ERR_INVAL/TUNABLE with
  * "path:line: why" in err and *tf left empty (nothing half-read). */
 int nc_tunefile_read(const char *path, nc_tunefile_t *tf, char *err, size_t errlen);
+/* The same from an open stream; path only names it in messages. Not closed. */
+int nc_tunefile_read_stream(FILE *fp, const char *path, nc_tunefile_t *tf, char *err,
+                            size_t errlen);
 void nc_tunefile_free(nc_tunefile_t *tf);
 /* Replace the section with the same signature and p, or append. */
 int nc_tunefile_put(nc_tunefile_t *tf, const nc_tune_section_t *sec);
@@ -85,9 +93,13 @@ int nc_tune_section_set(nc_tune_section_t *sec, const char *key, const char *val
                         size_t errlen);
 const nc_tune_section_t *nc_tunefile_find(const nc_tunefile_t *tf, const nc_tune_sig_t *machine,
                                           int p);
-/* Write atomically (temporary file + rename); header_comment may be NULL. */
+/* Write atomically (temporary file + rename); header_comment may be NULL. The
+ * file is created 0644 (less the umask), so the library accepts it. */
 int nc_tunefile_write(const char *path, const nc_tunefile_t *tf, const char *header_comment,
                       char *err, size_t errlen);
+/* The same text to an open stream (not closed); NUMACOLL_ERR_INVAL on a write
+ * error. */
+int nc_tunefile_write_stream(FILE *fp, const nc_tunefile_t *tf, const char *header_comment);
 
 /* The path the library reads (see above) into buf; returns buf, or NULL when
  * none applies. *origin (may be NULL) names the rule: "NUMACOLL_TUNE_FILE",

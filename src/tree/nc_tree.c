@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/nc_common.h"
+
 void nc_tree_free(nc_tree_t *t)
 {
     if (t == NULL)
@@ -287,8 +289,10 @@ int nc_tree_parse(const char *spec, nc_tree_kind_t *kind, int *k, char *err, siz
     } else if (strncmp(spec, "knomial:", 8) == 0 && parse_k(spec + 8, 2, &kk) == 0) {
         kd = NC_TREE_KNOMIAL;
     } else {
+        char q[NC_QUOTE_LEN];
         if (err != NULL && errlen > 0)
-            snprintf(err, errlen, "invalid tree \"%s\"; " NC_TREE_VALID_FORMS, spec);
+            snprintf(err, errlen, "invalid tree \"%s\"; " NC_TREE_VALID_FORMS,
+                     nc_quote(q, sizeof q, spec));
         return NUMACOLL_ERR_INVAL;
     }
     if (kind != NULL)

@@ -3,12 +3,17 @@
  * (env and API still win, a team size picks its own section), and files that
  * must be ignored as a whole: malformed anywhere, or foreign (other signature).
  *
- *   test_tunefile roundtrip|apply|teamsize|malformed|foreign|conflict DIR
+ * Files others could have written (group/world-writable, another owner) are
+ * ignored with one warning per process; a symlink to a safe file is fine.
+ *
+ *   test_tunefile roundtrip|apply|teamsize|malformed|foreign|conflict|unsafe DIR
  *   test_tunefile write-local FILE     (helper for the numacoll-info test)
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config/nc_tunefile.h"
@@ -306,13 +311,152 @@ static void test_conflict(void)
     use_file("none");
 }
 
+/* stderr of everything between capture_start() and capture_end() goes to a file */
+static int saved_stderr = -1;
+
+static void capture_start(const char *path)
+{
+    fflush(stderr);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    saved_stderr = dup(2);
+    if (fd < 0 || saved_stderr < 0 || dup2(fd, 2) < 0) {
+        perror(path);
+        exit(2);
+    }
+    close(fd);
+}
+
+static void capture_end(const char *path, char *out, size_t len)
+{
+    fflush(stderr);
+    dup2(saved_stderr, 2);
+    close(saved_stderr);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(out, 1, len - 1, f) : 0;
+    out[n] = '\0';
+    if (f)
+        fclose(f);
+    fputs(out, stderr); /* still visible in the test log */
+}
+
+static int count_lines(const char *text)
+{
+    int n = 0;
+    for (; *text; text++)
+        n += *text == '\n';
+    return n;
+}
+
+/* Applies the file the way a process does: the process-wide configuration, then
+ * the tune file at every team creation (for the core count and another p). */
+static void load_like_a_process(int teams)
+{
+    nc_tune_sig_t me;
+    nc_tune_sig_local(&me);
+    nc_config_reload();
+    for (int i = 0; i < teams; i++) {
+        nc_config_t cfg;
+        nc_config_snapshot(&cfg);
+        nc_tunefile_apply(&cfg, me.cores);
+        nc_tunefile_apply(&cfg, me.cores + 1);
+        CHECK(NC_CFG_NUM(&cfg, BCAST_FRAG_SIZE) == 8192 &&
+                  cfg.v[NC_P_BCAST_FRAG_SIZE].source == NC_SRC_DEFAULT,
+              "team %d took f=%lld from an unsafe file", i,
+              (long long)NC_CFG_NUM(&cfg, BCAST_FRAG_SIZE));
+    }
+}
+
+/* One unsafe file: ignored, status says why, exactly one warning line naming it. */
+static void expect_ignored(const char *file, const char *why)
+{
+    char log[4096], st[640], want[1400];
+    const char *logpath = path_in("unsafe.stderr");
+    capture_start(logpath);
+    setenv("NUMACOLL_TUNE_FILE", file, 1);
+    load_like_a_process(5);
+    expect("BCAST_FRAG_SIZE", "8192", "default");
+    expect("BCAST_QUEUE_LEN", "64", "default");
+    nc_tunefile_status(st, sizeof st);
+    capture_end(logpath, log, sizeof log);
+    snprintf(want, sizeof want, "warning: ignoring tune file %s: %s", file, why);
+    CHECK(strstr(st, why) && strstr(st, file), "status \"%s\" lacks \"%s\"", st, why);
+    CHECK(strstr(log, want) && count_lines(log) == 1,
+          "stderr should be the one line \"...%s\", got %d line(s):\n%s", want,
+          count_lines(log), log);
+    printf("ok ignored: %s", log);
+}
+
+static void test_unsafe(void)
+{
+    nc_tune_sig_t me;
+    nc_tune_sig_local(&me);
+    char f[1200], link[1200], fifo[1200], why[1400];
+    snprintf(f, sizeof f, "%s", path_in("unsafe"));
+    snprintf(link, sizeof link, "%s", path_in("unsafe-link"));
+    snprintf(fifo, sizeof fifo, "%s", path_in("unsafe-fifo"));
+    write_local(f, me.cores, "16384", "32");
+
+    /* world-writable, then group-writable */
+    CHECK(!chmod(f, 0666), "chmod");
+    snprintf(why, sizeof why, "writable by others (mode 0666); chmod go-w %s", f);
+    expect_ignored(f, why);
+    CHECK(!chmod(f, 0664), "chmod");
+    snprintf(why, sizeof why, "writable by others (mode 0664); chmod go-w %s", f);
+    expect_ignored(f, why);
+
+    /* the same file made safe is applied: the checks above are not vacuous */
+    CHECK(!chmod(f, 0644), "chmod");
+    use_file(f);
+    expect("BCAST_FRAG_SIZE", "16384", "tune-file");
+
+    /* a symbolic link (itself 0777) to a safe file is legitimate */
+    unlink(link);
+    CHECK(!symlink(f, link), "symlink");
+    use_file(link);
+    expect("BCAST_FRAG_SIZE", "16384", "tune-file");
+    /* what counts is the file opened through it */
+    CHECK(!chmod(f, 0646), "chmod");
+    snprintf(why, sizeof why, "writable by others (mode 0646); chmod go-w %s", link);
+    expect_ignored(link, why);
+    CHECK(!chmod(f, 0644), "chmod");
+
+    /* owned by another user (only root can make one) */
+    if (geteuid() == 0) {
+        CHECK(!chown(f, 12345, (gid_t)-1), "chown");
+        snprintf(why, sizeof why, "owned by uid 12345, neither this user (uid 0) nor root");
+        expect_ignored(f, why);
+        CHECK(!chown(f, 0, (gid_t)-1), "chown");
+    } else {
+        printf("skip: owner check (needs root to give a file away)\n");
+    }
+
+    /* what numacoll-tune writes (nc_tunefile_write) is accepted, whatever the
+     * umask and the mode of the file it replaces: a fresh 0644 file */
+    CHECK(!chmod(f, 0666), "chmod");
+    mode_t old_umask = umask(0);
+    write_local(f, me.cores, "32768", "16");
+    umask(old_umask);
+    struct stat st;
+    CHECK(!stat(f, &st) && (st.st_mode & 07777) == 0644, "written with mode %04o, expected 0644",
+          (unsigned)(st.st_mode & 07777));
+    use_file(f);
+    expect("BCAST_FRAG_SIZE", "32768", "tune-file");
+
+    /* a FIFO must neither hang the open nor be read */
+    unlink(fifo);
+    CHECK(!mkfifo(fifo, 0600), "mkfifo");
+    expect_ignored(fifo, "not a regular file");
+    use_file("none");
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
         fprintf(stderr, "usage: test_tunefile roundtrip|apply|teamsize|malformed|foreign|"
-                        "conflict DIR | write-local FILE\n");
+                        "conflict|unsafe DIR | write-local FILE\n");
         return 2;
     }
+    umask(022); /* the files written here must be safe unless a test makes them not */
     if (!strcmp(argv[1], "write-local")) {
         nc_tune_sig_t me;
         nc_tune_sig_local(&me);
@@ -340,6 +484,8 @@ int main(int argc, char **argv)
         test_foreign();
     else if (!strcmp(argv[1], "conflict"))
         test_conflict();
+    else if (!strcmp(argv[1], "unsafe"))
+        test_unsafe();
     else {
         fprintf(stderr, "unknown case %s\n", argv[1]);
         return 2;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/nc_common.h"
 #include "numacoll.h"
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -27,6 +28,10 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
     return -1;
 }
+
+/* Messages quote what the user wrote with nc_quote(): one line, cut after
+ * NC_QUOTE_MAX characters, so that the valid form after it always fits. */
+#define QUOTE(buf, text) nc_quote((buf), sizeof(buf), (text))
 
 void nc_bench_usage(FILE *out)
 {
@@ -168,22 +173,29 @@ static int cmp_size(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static int parse_sizes(struct nc_bench_opts *o, int zero, char *err, size_t errlen)
+/* opt: the option as the user spelled it (-m or --msglog), for the messages */
+static int parse_sizes(struct nc_bench_opts *o, int zero, const char *opt, char *err,
+                       size_t errlen)
 {
     const char *t = o->sizes_text;
     o->nsizes = 0;
+    char q[NC_QUOTE_LEN];
     if (strchr(t, ':')) {
         long a, b;
         char lo[32], hi[32];
         const char *c = strchr(t, ':');
-        if ((size_t)(c - t) >= sizeof lo || strlen(c + 1) >= sizeof hi)
-            return fail(err, errlen, "-m: \"%s\" is not A:B", t);
-        memcpy(lo, t, (size_t)(c - t));
-        lo[c - t] = '\0';
-        strcpy(hi, c + 1);
-        if (parse_long(lo, 0, 30, &a) || parse_long(hi, 0, 30, &b) || a > b)
+        size_t ll = (size_t)(c - t);
+        int ok = ll < sizeof lo && strlen(c + 1) < sizeof hi;
+        if (ok) {
+            memcpy(lo, t, ll);
+            lo[ll] = '\0';
+            strcpy(hi, c + 1);
+            ok = !parse_long(lo, 0, 30, &a) && !parse_long(hi, 0, 30, &b) && a <= b;
+        }
+        if (!ok)
             return fail(err, errlen,
-                        "-m: \"%s\" is not A:B with 0 <= A <= B <= 30 (sizes 2^A..2^B bytes)", t);
+                        "%s: \"%s\" is not A:B with 0 <= A <= B <= 30 (sizes 2^A..2^B bytes)",
+                        opt, QUOTE(q, t));
         if (zero)
             o->sizes[o->nsizes++] = 0;
         for (long k = a; k <= b; k++)
@@ -192,20 +204,24 @@ static int parse_sizes(struct nc_bench_opts *o, int zero, char *err, size_t errl
     }
     char buf[1024];
     if (strlen(t) >= sizeof buf)
-        return fail(err, errlen, "-m: list too long");
+        return fail(err, errlen, "%s: list too long (at most %zu characters)", opt,
+                    sizeof buf - 1);
     strcpy(buf, t);
     char *save = NULL;
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         size_t v;
         if (nc_bench_parse_size(tok, &v) || v > ((size_t)1 << 30))
             return fail(err, errlen,
-                        "-m: \"%s\" is not a size (bytes, or with K, M, G; at most 1G)", tok);
+                        "%s: \"%s\" is not a size (bytes, or with K, M, G; at most 1G)",
+                        opt, QUOTE(q, tok));
         if (o->nsizes == NC_BENCH_MAX_SIZES)
-            return fail(err, errlen, "-m: more than %d sizes", NC_BENCH_MAX_SIZES);
+            return fail(err, errlen, "%s: too many sizes (at most %d)", opt,
+                        NC_BENCH_MAX_SIZES);
         o->sizes[o->nsizes++] = v;
     }
     if (!o->nsizes)
-        return fail(err, errlen, "-m: no size given");
+        return fail(err, errlen, "%s: no size given (expected A:B or sizes, e.g. 0,8,1K)",
+                    opt);
     qsort(o->sizes, (size_t)o->nsizes, sizeof o->sizes[0], cmp_size);
     int n = 0;
     for (int i = 0; i < o->nsizes; i++)
@@ -228,15 +244,17 @@ static int add_param(struct nc_bench_impl *im, const char *kv, const char *what,
                      size_t errlen)
 {
     const char *eq = strchr(kv, '=');
+    char q[NC_QUOTE_LEN];
     if (!eq || eq == kv || !eq[1])
-        return fail(err, errlen, "%s: \"%s\" is not KEY=VALUE", what, kv);
+        return fail(err, errlen, "%s: \"%s\" is not KEY=VALUE (e.g. s=128)", what, QUOTE(q, kv));
     if (im->nparams == NC_BENCH_MAX_PARAMS)
-        return fail(err, errlen, "%s: more than %d tunables in one configuration", what,
+        return fail(err, errlen, "%s: too many tunables in one configuration (at most %d)", what,
                     NC_BENCH_MAX_PARAMS);
     struct nc_bench_param *p = &im->params[im->nparams];
     size_t kl = (size_t)(eq - kv);
     if (kl >= sizeof p->key || strlen(eq + 1) >= sizeof p->value)
-        return fail(err, errlen, "%s: \"%s\" is too long", what, kv);
+        return fail(err, errlen, "%s: \"%s\" is too long (at most %zu characters before '=', "
+                    "%zu after)", what, QUOTE(q, kv), sizeof p->key - 1, sizeof p->value - 1);
     memcpy(p->key, kv, kl);
     p->key[kl] = '\0';
     strcpy(p->value, eq + 1);
@@ -252,10 +270,11 @@ static int add_param(struct nc_bench_impl *im, const char *kv, const char *what,
                     "%s: unknown tunable \"%s\" (valid: tree, s, q, f, layout, barrier.alg, "
                     "barrier.tree, barrier.numa, or a NUMACOLL_* name that numacoll-info "
                     "--params lists)",
-                    what, p->key);
+                    what, QUOTE(q, p->key));
     for (int i = 0; i < im->nparams; i++)
         if (!strcmp(im->params[i].name, p->name))
-            return fail(err, errlen, "%s: %s given twice in one configuration", what, p->key);
+            return fail(err, errlen, "%s: %s given twice in one configuration", what,
+                        QUOTE(q, p->key));
     im->nparams++;
     return 0;
 }
@@ -268,13 +287,16 @@ static int is_numacoll_spec(const char *s)
 static int new_impl(struct nc_bench_opts *o, const char *label, const char *spec,
                     const char *what, char *err, size_t errlen)
 {
+    char q[NC_QUOTE_LEN];
     if (o->nimpl == NC_BENCH_MAX_IMPLS)
-        return fail(err, errlen, "more than %d implementations", NC_BENCH_MAX_IMPLS);
+        return fail(err, errlen, "too many implementations (at most %d)", NC_BENCH_MAX_IMPLS);
     if (!*label || strlen(label) >= NC_BENCH_LABEL)
-        return fail(err, errlen, "%s: bad label \"%s\"", what, label);
+        return fail(err, errlen, "%s: label \"%s\" is empty or too long (valid: 1 to %d "
+                    "characters, no blank or quote)", what, QUOTE(q, label), NC_BENCH_LABEL - 1);
     for (const char *c = label; *c; c++)
         if (isspace((unsigned char)*c) || *c == '"')
-            return fail(err, errlen, "%s: label \"%s\" holds a blank or a quote", what, label);
+            return fail(err, errlen, "%s: label \"%s\" holds a blank or a quote (valid: 1 to %d "
+                        "characters, no blank or quote)", what, QUOTE(q, label), NC_BENCH_LABEL - 1);
     struct nc_bench_impl *im = &o->impl[o->nimpl];
     memset(im, 0, sizeof *im);
     snprintf(im->label, sizeof im->label, "%s", label);
@@ -291,9 +313,9 @@ static int new_impl(struct nc_bench_opts *o, const char *label, const char *spec
 
 static int parse_impls(struct nc_bench_opts *o, const char *list, char *err, size_t errlen)
 {
-    char buf[2048];
+    char buf[2048], q[NC_QUOTE_LEN];
     if (strlen(list) >= sizeof buf)
-        return fail(err, errlen, "--impl: list too long");
+        return fail(err, errlen, "--impl: list too long (at most %zu characters)", sizeof buf - 1);
     strcpy(buf, list);
     int labeled = 0; /* the current configuration has a user label */
     char *save = NULL;
@@ -321,7 +343,9 @@ static int parse_impls(struct nc_bench_opts *o, const char *list, char *err, siz
             if (!labeled) {
                 size_t l = strlen(im->label);
                 if (l + 1 + strlen(tok) >= sizeof im->label)
-                    return fail(err, errlen, "--impl: configuration too long");
+                    return fail(err, errlen, "--impl: configuration too long for its name (at "
+                                "most %zu characters; name it LABEL=numacoll:...)",
+                                sizeof im->label - 1);
                 im->label[l] = ',';
                 strcpy(im->label + l + 1, tok);
             }
@@ -329,7 +353,7 @@ static int parse_impls(struct nc_bench_opts *o, const char *list, char *err, siz
             return fail(err, errlen,
                         "--impl: \"%s\" is not an implementation (valid: native, numacoll, "
                         "numacoll:KEY=VALUE,..., LABEL=numacoll:KEY=VALUE,...)",
-                        tok);
+                        QUOTE(q, tok));
         }
     }
     return 0;
@@ -339,10 +363,12 @@ static int parse_sweep(struct nc_bench_opts *o, const char *text, const char *ba
                        size_t errlen)
 {
     struct nc_bench_impl b = {0};
+    char q[NC_QUOTE_LEN];
     if (base) {
         char bb[1024];
         if (strlen(base) >= sizeof bb)
-            return fail(err, errlen, "--sweep-base: too long");
+            return fail(err, errlen, "--sweep-base: too long (at most %zu characters)",
+                        sizeof bb - 1);
         strcpy(bb, base);
         char *save = NULL;
         for (char *t = strtok_r(bb, ",", &save); t; t = strtok_r(NULL, ",", &save))
@@ -351,10 +377,12 @@ static int parse_sweep(struct nc_bench_opts *o, const char *text, const char *ba
     }
     const char *eq = strchr(text, '=');
     if (!eq || eq == text || !eq[1])
-        return fail(err, errlen, "--sweep: \"%s\" is not KEY=V1,V2,...", text);
+        return fail(err, errlen, "--sweep: \"%s\" is not KEY=V1,V2,... (e.g. s=8,16,32)",
+                    QUOTE(q, text));
     char key[64], buf[2048];
     if ((size_t)(eq - text) >= sizeof key || strlen(eq + 1) >= sizeof buf)
-        return fail(err, errlen, "--sweep: too long");
+        return fail(err, errlen, "--sweep: too long (at most %zu characters before '=', %zu "
+                    "after)", sizeof key - 1, sizeof buf - 1);
     snprintf(key, sizeof key, "%.*s", (int)(eq - text), text);
     strcpy(buf, eq + 1);
     char *save = NULL;
@@ -362,16 +390,21 @@ static int parse_sweep(struct nc_bench_opts *o, const char *text, const char *ba
     for (char *v = strtok_r(buf, ",", &save); v; v = strtok_r(NULL, ",", &save)) {
         char spec[NC_BENCH_LABEL];
         if (snprintf(spec, sizeof spec, "numacoll:%s=%s", key, v) >= (int)sizeof spec)
-            return fail(err, errlen, "--sweep: value too long");
+            return fail(err, errlen, "--sweep: value \"%s\" too long (at most %zu characters "
+                        "with numacoll:KEY=)", QUOTE(q, v), sizeof spec - 1);
+        for (int k = o->nimpl - n; k < o->nimpl; k++)
+            if (!strcmp(o->impl[k].label, spec))
+                return fail(err, errlen, "--sweep: value \"%s\" given twice", QUOTE(q, v));
         if (new_impl(o, spec, spec, "--sweep", err, errlen))
             return -1;
         struct nc_bench_impl *im = &o->impl[o->nimpl - 1];
         for (int k = 0; k < b.nparams; k++) {
             if (!strcmp(b.params[k].name, im->params[0].name))
                 return fail(err, errlen, "--sweep-base sets %s, which --sweep varies",
-                            b.params[k].key);
+                            QUOTE(q, b.params[k].key));
             if (im->nparams == NC_BENCH_MAX_PARAMS)
-                return fail(err, errlen, "--sweep-base: too many tunables");
+                return fail(err, errlen, "--sweep-base: too many tunables (at most %d with "
+                            "the swept one)", NC_BENCH_MAX_PARAMS);
             im->params[im->nparams++] = b.params[k];
         }
         n++;
@@ -423,9 +456,16 @@ int nc_bench_params_apply(const struct nc_bench_impl *im, char *err, size_t errl
     numacoll_param_set("NUMACOLL_COMM_MIN_CALLS", "0");
     for (int i = 0; i < im->nparams; i++) {
         const struct nc_bench_param *p = &im->params[i];
-        if (numacoll_param_set(p->name, p->value))
-            return fail(err, errlen, "%s: invalid value \"%s\" for %s (%s)", im->label,
-                        p->value, p->key, p->name);
+        if (numacoll_param_set(p->name, p->value)) {
+            const char *name = NULL, *range = "see numacoll-info --params";
+            for (int k = 0; k < numacoll_param_count(); k++)
+                if (!numacoll_param_describe(k, &name, NULL, NULL, NULL) && name &&
+                    !strcmp(name, p->name + 9)) /* describe: without NUMACOLL_ */
+                    numacoll_param_describe(k, NULL, NULL, &range, NULL);
+            char q1[NC_QUOTE_LEN], q2[NC_QUOTE_LEN], q3[NC_QUOTE_LEN];
+            return fail(err, errlen, "%s: invalid value \"%s\" for %s (%s), valid: %s",
+                        QUOTE(q1, im->label), QUOTE(q2, p->value), QUOTE(q3, p->key), p->name, range);
+        }
     }
     return 0;
 }
@@ -446,6 +486,8 @@ int nc_bench_opts_parse(int argc, char **argv, struct nc_bench_opts *o, char *er
     o->limits = 1;
     o->stat = NC_STAT_MAX;
     int zero = 1;
+    const char *sizes_opt = "-m";
+    char q[NC_QUOTE_LEN];
     const char *impl_lists[32];
     int nimpl_lists = 0;
 
@@ -480,6 +522,9 @@ int nc_bench_opts_parse(int argc, char **argv, struct nc_bench_opts *o, char *er
         } else if (IS("-c") || IS("--collective")) {
             NEED();
             char buf[128];
+            if (strlen(val) >= sizeof buf) /* never cut a list short */
+                return fail(err, errlen, "--collective: \"%s\" is too long (valid: bcast, "
+                            "barrier, bcast,barrier)", QUOTE(q, val));
             snprintf(buf, sizeof buf, "%s", val);
             o->ncoll = 0;
             char *save = NULL;
@@ -491,17 +536,20 @@ int nc_bench_opts_parse(int argc, char **argv, struct nc_bench_opts *o, char *er
                     c = NC_BENCH_BARRIER;
                 else
                     return fail(err, errlen,
-                                "--collective: unknown collective \"%s\" (valid: bcast, barrier)", t);
+                                "--collective: unknown collective \"%s\" (valid: bcast, barrier)",
+                                QUOTE(q, t));
                 for (int k = 0; k < o->ncoll; k++)
                     if (o->coll[k] == c)
                         return fail(err, errlen, "--collective: %s given twice", t);
                 o->coll[o->ncoll++] = c;
             }
             if (!o->ncoll)
-                return fail(err, errlen, "--collective: no collective given");
+                return fail(err, errlen,
+                            "--collective: no collective given (valid: bcast, barrier, bcast,barrier)");
         } else if (IS("-m") || IS("--msglog")) {
             NEED();
             o->sizes_text = val;
+            sizes_opt = IS("-m") ? "-m" : "--msglog";
         } else if (IS("--no-zero")) {
             NOVAL();
             zero = 0;
@@ -512,33 +560,38 @@ int nc_bench_opts_parse(int argc, char **argv, struct nc_bench_opts *o, char *er
             char *c = strchr(buf, ',');
             if (c)
                 *c++ = '\0';
-            if (parse_long(buf, 1, 1000000000L, &o->iter_max) ||
+            if (strlen(val) >= sizeof buf || parse_long(buf, 1, 1000000000L, &o->iter_max) ||
                 (c && parse_double(c, 0.000001, 1e9, &o->iter_vol_mib)))
                 return fail(err, errlen,
-                            "--iter: \"%s\" is not R[,V] (R >= 1 calls, V > 0 MiB)", val);
+                            "--iter: \"%s\" is not R[,V] (valid: R from 1 to 1000000000 calls, V "
+                            "from 0.000001 to 1e9 MiB)", QUOTE(q, val));
             if (!c)
                 o->iter_vol_mib = 0;
         } else if (IS("--warmup")) {
             long w;
             NEED();
             if (parse_long(val, 0, 1000000, &w))
-                return fail(err, errlen, "--warmup: \"%s\" is not a count from 0 to 1000000", val);
+                return fail(err, errlen, "--warmup: \"%s\" is not a count (valid: 0 to 1000000)",
+                            QUOTE(q, val));
             o->warmup = (int)w;
         } else if (IS("--time-per-size")) {
             NEED();
             if (parse_double(val, 0.000001, 3600, &o->time_per_size))
                 return fail(err, errlen,
-                            "--time-per-size: \"%s\" is not a number of seconds in (0, 3600]", val);
+                            "--time-per-size: \"%s\" is not a number of seconds (valid: "
+                            "0.000001 to 3600)", QUOTE(q, val));
         } else if (IS("--off-cache")) {
             o->off_cache = 1;
             if (val && parse_double(val, 0.0625, 1 << 16, &o->cache_mib))
                 return fail(err, errlen,
-                            "--off-cache: \"%s\" is not a cache size in MiB (1/16 to 65536)", val);
+                            "--off-cache: \"%s\" is not a cache size in MiB (valid: 0.0625 to "
+                            "65536)", QUOTE(q, val));
         } else if (IS("--root")) {
             long r;
             NEED();
             if (parse_long(val, 0, 1 << 24, &r))
-                return fail(err, errlen, "--root: \"%s\" is not a rank", val);
+                return fail(err, errlen, "--root: \"%s\" is not a rank (valid: 0 to %d)",
+                            QUOTE(q, val), 1 << 24);
             o->root = (int)r;
         } else if (IS("--root-shift")) {
             NOVAL();
@@ -547,12 +600,13 @@ int nc_bench_opts_parse(int argc, char **argv, struct nc_bench_opts *o, char *er
             long r;
             NEED();
             if (parse_long(val, 1, 1000, &r))
-                return fail(err, errlen, "--runs: \"%s\" is not a count from 1 to 1000", val);
+                return fail(err, errlen, "--runs: \"%s\" is not a count (valid: 1 to 1000)",
+                            QUOTE(q, val));
             o->runs = (int)r;
         } else if (IS("--impl")) {
             NEED();
             if (nimpl_lists == 32)
-                return fail(err, errlen, "--impl given too often");
+                return fail(err, errlen, "--impl given too often (at most 32 times)");
             impl_lists[nimpl_lists++] = val;
         } else if (IS("--sweep")) {
             NEED();
@@ -574,7 +628,8 @@ int nc_bench_opts_parse(int argc, char **argv, struct nc_bench_opts *o, char *er
             else if (!strcmp(val, "max"))
                 o->stat = NC_STAT_MAX;
             else
-                return fail(err, errlen, "--stat: unknown value \"%s\" (valid: min, avg, max)", val);
+                return fail(err, errlen, "--stat: unknown value \"%s\" (valid: min, avg, max)",
+                            QUOTE(q, val));
         } else if (IS("--verify-each")) {
             NOVAL();
             o->verify_each = 1;
@@ -596,10 +651,11 @@ int nc_bench_opts_parse(int argc, char **argv, struct nc_bench_opts *o, char *er
             long n;
             NEED();
             if (parse_long(val, 1, 1 << 20, &n))
-                return fail(err, errlen, "--np: \"%s\" is not a number of ranks", val);
+                return fail(err, errlen, "--np: \"%s\" is not a number of ranks (valid: 1 to %d)",
+                            QUOTE(q, val), 1 << 20);
             o->np = (int)n;
         } else {
-            return fail(err, errlen, "unknown option \"%s\" (--help lists them)", a);
+            return fail(err, errlen, "unknown option \"%s\" (--help lists them)", QUOTE(q, a));
         }
 #undef IS
 #undef NEED
@@ -607,11 +663,18 @@ int nc_bench_opts_parse(int argc, char **argv, struct nc_bench_opts *o, char *er
     }
     if (o->help || o->version)
         return 0;
-    if (parse_sizes(o, zero, err, errlen))
+    if (parse_sizes(o, zero, sizes_opt, err, errlen))
         return -1;
-    for (int k = 0; k < nimpl_lists; k++)
+    for (int k = 0; k < nimpl_lists; k++) {
+        int before = o->nimpl;
         if (parse_impls(o, impl_lists[k], err, errlen))
             return -1;
+        if (o->nimpl == before)
+            return fail(err, errlen,
+                        "--impl: \"%s\" names no implementation (valid: native, numacoll, "
+                        "numacoll:KEY=VALUE,..., LABEL=numacoll:KEY=VALUE,...)",
+                        QUOTE(q, impl_lists[k]));
+    }
     o->impl_given = nimpl_lists > 0;
     if (!nimpl_lists) {
         new_impl(o, "native", "native", "--impl", err, errlen);
@@ -625,7 +688,8 @@ int nc_bench_opts_parse(int argc, char **argv, struct nc_bench_opts *o, char *er
     for (int a = 0; a < o->nimpl; a++)
         for (int b = 0; b < a; b++)
             if (!strcmp(o->impl[a].label, o->impl[b].label))
-                return fail(err, errlen, "implementation \"%s\" given twice", o->impl[a].label);
+                return fail(err, errlen, "implementation \"%s\" given twice",
+                            QUOTE(q, o->impl[a].label));
     /* numacoll checks every value itself; the environment's values come back after */
     if (nc_bench_params_save())
         return fail(err, errlen, "out of memory");

@@ -95,6 +95,8 @@ int nc_bind_omp_env(hwloc_topology_t topo, hwloc_const_cpuset_t cpuset, int thre
                     char *places, size_t places_len, const char **proc_bind);
 void nc_bind_print_plan(FILE *out, hwloc_topology_t topo, const struct nc_bind_opts *o,
                         const struct nc_bind_plan *plan);
+/* "would exec: prog args" (--dry-run with a program), quoted so a shell reads it back. */
+void nc_bind_print_exec(FILE *out, char *const *prog);
 const char *nc_bind_policy_name(enum nc_bind_policy p);
 const char *nc_bind_mem_name(enum nc_bind_mem m);
 

@@ -7,7 +7,7 @@
  *  3. load the topology (this machine, or --topology for --dry-run);
  *  4. compute the placement of ALL local ranks, so that every rank sees the same
  *     errors and none starts when one of them cannot be placed;
- *  5. --dry-run: print the table and stop;
+ *  5. --dry-run: print the table (and the command each rank would exec) and stop;
  *  6. bind this rank, set its memory policy, export OMP_* (--threads);
  *  7. --report: print what the kernel now says (and watch the program's threads);
  *  8. --stream: run the bandwidth kernel; otherwise exec the program.
@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "common/nc_common.h"
 
 #ifndef NUMACOLL_VERSION
 #define NUMACOLL_VERSION "unknown"
@@ -66,6 +68,8 @@ int main(int argc, char **argv)
     /* 5. */
     if (o.dry_run) {
         nc_bind_print_plan(stdout, topo, &o, &plan);
+        if (o.prog)
+            nc_bind_print_exec(stdout, o.prog);
         nc_bind_plan_destroy(&plan);
         hwloc_topology_destroy(topo);
         return 0;
@@ -99,6 +103,9 @@ int main(int argc, char **argv)
         return 0;
     fflush(NULL);
     execvp(o.prog[0], o.prog);
-    fprintf(stderr, "numacoll-bind: cannot execute \"%s\": %s\n", o.prog[0], strerror(errno));
+    char q[NC_QUOTE_LEN];
+    int e = errno;
+    fprintf(stderr, "numacoll-bind: cannot execute \"%s\": %s\n", nc_quote(q, sizeof q, o.prog[0]),
+            strerror(e));
     return 127;
 }

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/nc_common.h"
+
 static int nc_bind_fail(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -19,6 +21,33 @@ static int nc_bind_fail(char *err, size_t errlen, const char *fmt, ...)
     vsnprintf(err, errlen, fmt, ap);
     va_end(ap);
     return -1;
+}
+
+/* The valid form, at the end of every syntax error of a --cpus list. */
+#define NC_BIND_CPULIST_FORM \
+    "valid: CPU numbers and ranges A-B or A-B:S separated by ',', e.g. 0,7-3,23-27:2"
+
+/* "--cpus "TEXT": position N: <what> (valid: ...)" */
+static int nc_bind_list_fail(char *err, size_t errlen, const char *text, size_t pos, int form,
+                             const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static int nc_bind_list_fail(char *err, size_t errlen, const char *text, size_t pos, int form,
+                             const char *fmt, ...)
+{
+    char q[NC_QUOTE_LEN], what[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return nc_bind_fail(err, errlen, "--cpus \"%s\": position %zu: %s%s",
+                        nc_quote(q, sizeof q, text), pos, what,
+                        form ? " (" NC_BIND_CPULIST_FORM ")" : "");
+}
+
+/* One character of the list as the message shows it: 'x', or '\x01'. */
+static const char *nc_bind_char(char *buf, size_t len, char c)
+{
+    char s[2] = {c, '\0'};
+    return nc_quote(buf, len, s);
 }
 
 /*
@@ -44,18 +73,19 @@ static int nc_bind_parse_number(const char *text, size_t *i, long *val, const ch
 {
     size_t start = *i;
     long v = 0;
+    char c[16];
     if (text[*i] < '0' || text[*i] > '9') {
         if (text[*i] == '\0')
-            return nc_bind_fail(err, errlen, "--cpus \"%s\": position %zu: expected %s, found end of list",
-                                text, *i + 1, what);
-        return nc_bind_fail(err, errlen, "--cpus \"%s\": position %zu: expected %s, found '%c'",
-                            text, *i + 1, what, text[*i]);
+            return nc_bind_list_fail(err, errlen, text, *i + 1, 1,
+                                     "expected %s, found end of list", what);
+        return nc_bind_list_fail(err, errlen, text, *i + 1, 1, "expected %s, found '%s'", what,
+                                 nc_bind_char(c, sizeof c, text[*i]));
     }
     while (text[*i] >= '0' && text[*i] <= '9') {
         v = v * 10 + (text[*i] - '0');
         if (v > INT_MAX)
-            return nc_bind_fail(err, errlen, "--cpus \"%s\": position %zu: number too large",
-                                text, start + 1);
+            return nc_bind_list_fail(err, errlen, text, start + 1, 1,
+                                     "number too large, at most %d", INT_MAX);
         (*i)++;
     }
     *val = v;
@@ -77,7 +107,7 @@ int nc_bind_cpulist_parse(const char *text, int **list, int **pos, int *count,
     if (text[0] == '\0') {
         free(l);
         free(p);
-        return nc_bind_fail(err, errlen, "--cpus \"\": position 1: empty list");
+        return nc_bind_list_fail(err, errlen, text, 1, 1, "empty list");
     }
     for (;;) {
         size_t item = i;
@@ -94,22 +124,20 @@ int nc_bind_cpulist_parse(const char *text, int **list, int **pos, int *count,
                 if (nc_bind_parse_number(text, &i, &stride, "a stride", err, errlen))
                     goto fail;
                 if (stride < 1) {
-                    nc_bind_fail(err, errlen, "--cpus \"%s\": position %zu: stride must be at least 1",
-                                 text, spos + 1);
+                    nc_bind_list_fail(err, errlen, text, spos + 1, 1, "stride must be at least 1");
                     goto fail;
                 }
             }
         } else if (text[i] == ':') {
-            nc_bind_fail(err, errlen, "--cpus \"%s\": position %zu: a stride needs a range (a-b:s)",
-                         text, i + 1);
+            nc_bind_list_fail(err, errlen, text, i + 1, 1, "a stride needs a range (a-b:s)");
             goto fail;
         }
         /* 1. expand a..b by stride, counting down when a > b */
         long step = a <= b ? stride : -stride;
         for (long c = a; a <= b ? c <= b : c >= b; c += step) {
             if (n == NC_BIND_MAX_LIST) {
-                nc_bind_fail(err, errlen, "--cpus \"%s\": position %zu: list expands to more than %d CPUs",
-                             text, item + 1, NC_BIND_MAX_LIST);
+                nc_bind_list_fail(err, errlen, text, item + 1, 0,
+                                  "list expands to more than %d CPUs", NC_BIND_MAX_LIST);
                 goto fail;
             }
             if (n == cap) {
@@ -135,13 +163,14 @@ int nc_bind_cpulist_parse(const char *text, int **list, int **pos, int *count,
         if (text[i] == '\0')
             break;
         if (text[i] != ',') {
-            nc_bind_fail(err, errlen, "--cpus \"%s\": position %zu: expected ',' or end of list, found '%c'",
-                         text, i + 1, text[i]);
+            char c[16];
+            nc_bind_list_fail(err, errlen, text, i + 1, 1, "expected ',' or end of list, found '%s'",
+                              nc_bind_char(c, sizeof c, text[i]));
             goto fail;
         }
         i++;
         if (text[i] == '\0') {
-            nc_bind_fail(err, errlen, "--cpus \"%s\": position %zu: trailing ','", text, i);
+            nc_bind_list_fail(err, errlen, text, i, 1, "trailing ','");
             goto fail;
         }
     }
@@ -165,8 +194,10 @@ static int nc_bind_parse_int(const char *opt, const char *s, long lo, long hi, l
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
+    char q[NC_QUOTE_LEN];
     if (s[0] == '\0' || *end != '\0' || errno || s[0] == '+' || s[0] == ' ')
-        return nc_bind_fail(err, errlen, "%s: \"%s\" is not an integer", opt, s);
+        return nc_bind_fail(err, errlen, "%s: \"%s\" is not an integer in [%ld, %ld]", opt,
+                            nc_quote(q, sizeof q, s), lo, hi);
     if (v < lo || v > hi)
         return nc_bind_fail(err, errlen, "%s: %ld is out of range [%ld, %ld]", opt, v, lo, hi);
     *out = v;
@@ -177,7 +208,7 @@ void nc_bind_usage(FILE *out)
 {
     fputs(
 "usage: numacoll-bind [options] [--] program [args...]\n"
-"       numacoll-bind --dry-run [--topology FILE|SYNTHETIC] [--np N] [options]\n"
+"       numacoll-bind --dry-run [--topology FILE|SYNTHETIC] [--np N] [options] [-- program [args...]]\n"
 "       numacoll-bind --stream [options]\n"
 "Place this MPI rank (found from the launcher's environment) and its threads, then exec.\n"
 "  -c, --cpus LIST          explicit CPU list, e.g. 0,7-3,11-14,23-27:2,46-37:3; local rank i\n"
@@ -196,7 +227,8 @@ void nc_bind_usage(FILE *out)
 "      --report             print where this rank (and, with --threads, each thread after\n"
 "                           start-up) runs, as read back from the kernel\n"
 "      --report-wait MS     how long --report waits for the threads (default 10000)\n"
-"      --dry-run            print the placement table, bind nothing, start nothing\n"
+"      --dry-run            print the placement table (and the program each rank would\n"
+"                           exec), bind nothing, start nothing\n"
 "      --topology T         dry run on an hwloc XML file or synthetic description,\n"
 "                           e.g. \"numa:4 core:8 pu:4\"\n"
 "      --np N               number of local ranks for the dry run\n"
@@ -225,7 +257,7 @@ static int nc_bind_match(const char *arg, const char *name, const char *shortnam
         return 0;
     }
     if (*i + 1 >= argc) {
-        nc_bind_fail(err, errlen, "%s needs a value", name);
+        nc_bind_fail(err, errlen, "%s needs a value", arg); /* as typed: -c or --cpus */
         return -1;
     }
     *val = argv[++*i];
@@ -241,6 +273,7 @@ int nc_bind_opts_parse(int argc, char **argv, struct nc_bind_opts *o, char *err,
     o->stream_n = 2000000;
     o->stream_ntimes = 10;
     int have_policy = 0, have_mem = 0;
+    char q[NC_QUOTE_LEN];
 
     int i;
     for (i = 1; i < argc; i++) {
@@ -272,7 +305,8 @@ int nc_bind_opts_parse(int argc, char **argv, struct nc_bind_opts *o, char *err,
                 o->policy = NC_BIND_POLICY_NONE;
             else
                 return nc_bind_fail(err, errlen,
-                                    "--policy: unknown value \"%s\" (valid: distribute, accumulate, none)", v);
+                                    "--policy: unknown value \"%s\" (valid: distribute, accumulate, none)",
+                                    nc_quote(q, sizeof q, v));
             have_policy = 1;
         } else if ((m = NC_BIND_OPT("--mem", NULL)) != 0) {
             if (m < 0)
@@ -285,7 +319,8 @@ int nc_bind_opts_parse(int argc, char **argv, struct nc_bind_opts *o, char *err,
                 o->mem = NC_BIND_MEM_BIND;
             else
                 return nc_bind_fail(err, errlen,
-                                    "--mem: unknown value \"%s\" (valid: none, prefer, bind)", v);
+                                    "--mem: unknown value \"%s\" (valid: none, prefer, bind)",
+                                    nc_quote(q, sizeof q, v));
             have_mem = 1;
         } else if ((m = NC_BIND_OPT("--cores-per-rank", NULL)) != 0) {
             if (m < 0 || nc_bind_parse_int("--cores-per-rank", v, 1, 1 << 20, &n, err, errlen))
@@ -340,7 +375,8 @@ int nc_bind_opts_parse(int argc, char **argv, struct nc_bind_opts *o, char *err,
             o->version = 1;
             return 0;
         } else {
-            return nc_bind_fail(err, errlen, "unknown option \"%s\" (see --help)", a);
+            return nc_bind_fail(err, errlen, "unknown option \"%s\" (see --help)",
+                                nc_quote(q, sizeof q, a));
         }
 #undef NC_BIND_OPT
     }
@@ -367,9 +403,8 @@ int nc_bind_opts_parse(int argc, char **argv, struct nc_bind_opts *o, char *err,
     if (o->dry_run && (o->stream || o->report))
         return nc_bind_fail(err, errlen, "--dry-run starts nothing: it cannot be combined with --stream or --report");
     if (o->stream && o->prog)
-        return nc_bind_fail(err, errlen, "--stream runs in place of a program, but \"%s\" was given", o->prog[0]);
-    if (o->dry_run && o->prog)
-        return nc_bind_fail(err, errlen, "--dry-run starts nothing, but \"%s\" was given", o->prog[0]);
+        return nc_bind_fail(err, errlen, "--stream runs in place of a program, but \"%s\" was given",
+                            nc_quote(q, sizeof q, o->prog[0]));
     if (!o->prog && !o->dry_run && !o->stream && !o->report)
         return nc_bind_fail(err, errlen, "no program given (usage: numacoll-bind [options] -- program [args])");
     return 0;
@@ -442,10 +477,14 @@ int nc_bind_launcher_env(int *local_rank, int *local_size, const char **source,
         if (hr == 0)
             continue;
         int hs = nc_bind_env_int(pairs[k][1], &s);
-        if (hr < 0 || hs <= 0 || r < 0 || s < 1 || r >= s || s > NC_BIND_MAX_RANKS)
-            return nc_bind_fail(err, errlen, "launcher variables %s=\"%s\" %s=\"%s\" are inconsistent",
-                                pairs[k][0], getenv(pairs[k][0]), pairs[k][1],
-                                getenv(pairs[k][1]) ? getenv(pairs[k][1]) : "(unset)");
+        if (hr < 0 || hs <= 0 || r < 0 || s < 1 || r >= s || s > NC_BIND_MAX_RANKS) {
+            char q1[NC_QUOTE_LEN], q2[NC_QUOTE_LEN];
+            const char *sz = getenv(pairs[k][1]);
+            return nc_bind_fail(err, errlen,
+                                "launcher variables %s=\"%s\" %s=\"%s\" are inconsistent",
+                                pairs[k][0], nc_quote(q1, sizeof q1, getenv(pairs[k][0])),
+                                pairs[k][1], nc_quote(q2, sizeof q2, sz ? sz : "(unset)"));
+        }
         *local_rank = (int)r;
         *local_size = (int)s;
         *source = pairs[k][2];

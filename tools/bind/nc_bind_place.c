@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/nc_common.h"
+
 static int nc_bind_fail(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -50,13 +52,16 @@ int nc_bind_topology_load(hwloc_topology_t *topo, const char *spec, char *err, s
         if (stat(spec, &st) == 0) {
             if (hwloc_topology_set_xml(*topo, spec)) {
                 hwloc_topology_destroy(*topo);
-                return nc_bind_fail(err, errlen, "--topology: cannot use \"%s\" as hwloc XML", spec);
+                char q[NC_QUOTE_LEN];
+                return nc_bind_fail(err, errlen, "--topology: cannot use \"%s\" as hwloc XML",
+                                    nc_quote(q, sizeof q, spec));
             }
         } else if (hwloc_topology_set_synthetic(*topo, spec)) {
+            char q[NC_QUOTE_LEN];
             hwloc_topology_destroy(*topo);
             return nc_bind_fail(err, errlen,
                                 "--topology: \"%s\" is neither a file nor an hwloc synthetic description "
-                                "(e.g. \"numa:4 core:8 pu:4\")", spec);
+                                "(e.g. \"numa:4 core:8 pu:4\")", nc_quote(q, sizeof q, spec));
         }
     }
     if (hwloc_topology_load(*topo)) {
@@ -203,7 +208,10 @@ static int nc_bind_plan_auto(hwloc_topology_t topo, const struct nc_bind_opts *o
         }
         totalunits = dom[0].nunits;
         if (totalunits < k) {
-            nc_bind_fail(err, errlen, "a rank needs %d %ss but the node has only %d", k, uname, totalunits);
+            nc_bind_fail(err, errlen, "a rank needs %d %ss but the node has only %d (from %s %d; "
+                         "use at most %d)", k, uname, totalunits,
+                         o->pus_per_rank ? "--pus-per-rank"
+                         : o->cores_per_rank ? "--cores-per-rank" : "--threads", k, totalunits);
             goto out;
         }
     }
@@ -270,15 +278,21 @@ static int nc_bind_plan_list(hwloc_topology_t topo, const struct nc_bind_opts *o
                 snprintf(have, sizeof(have), "0-%d", hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU) - 1);
             else
                 hwloc_bitmap_list_snprintf(have, sizeof(have), hwloc_topology_get_topology_cpuset(topo));
+            char q[NC_QUOTE_LEN];
             nc_bind_fail(err, errlen, "--cpus \"%s\": position %d: CPU %d is out of range (%s PUs: %s)",
-                         o->cpus, pos[i], list[i], o->logical ? "logical" : "available", have);
+                         nc_quote(q, sizeof q, o->cpus), pos[i], list[i],
+                         o->logical ? "logical" : "available", have);
             goto out;
         }
         list[i] = (int)pu->os_index;
     }
     if ((long)nranks * g > n) {
-        nc_bind_fail(err, errlen, "--cpus \"%s\" covers %d CPU%s: not enough for %d local ranks x %d PU%s",
-                     o->cpus, n, n > 1 ? "s" : "", nranks, g, g > 1 ? "s" : "");
+        char q[NC_QUOTE_LEN];
+        nc_bind_fail(err, errlen,
+                     "--cpus \"%s\" covers %d CPU%s: not enough for %d local ranks x %d PU%s "
+                     "(give at least %ld CPUs, or fewer ranks)",
+                     nc_quote(q, sizeof q, o->cpus), n, n > 1 ? "s" : "", nranks, g,
+                     g > 1 ? "s" : "", (long)nranks * g);
         goto out;
     }
     for (int r = 0; r < nranks; r++) {
@@ -471,4 +485,50 @@ void nc_bind_print_plan(FILE *out, hwloc_topology_t topo, const struct nc_bind_o
             fprintf(out, "  OMP_NUM_THREADS=%d OMP_PROC_BIND=%s OMP_PLACES=%s\n", o->threads, pb, places);
         }
     }
+}
+
+/* One word as a POSIX shell would need it: bare when it is made of safe
+ * characters only, else in single quotes, or as $'...' with \xHH escapes when it
+ * holds control or non-ASCII bytes (which could otherwise break the line). */
+static void nc_bind_print_word(FILE *out, const char *w)
+{
+    int bare = *w != '\0', ctrl = 0;
+    for (const unsigned char *c = (const unsigned char *)w; *c; c++) {
+        if (*c < 0x20 || *c >= 0x7f)
+            ctrl = 1;
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-",
+                    *c))
+            bare = 0;
+    }
+    if (bare) {
+        fputs(w, out);
+    } else if (!ctrl) {
+        fputc('\'', out);
+        for (; *w; w++) {
+            if (*w == '\'')
+                fputs("'\\''", out); /* close, escaped quote, reopen */
+            else
+                fputc(*w, out);
+        }
+        fputc('\'', out);
+    } else {
+        fputs("$'", out);
+        for (const unsigned char *c = (const unsigned char *)w; *c; c++) {
+            if (*c < 0x20 || *c >= 0x7f || *c == '\'' || *c == '\\')
+                fprintf(out, "\\x%02x", *c);
+            else
+                fputc(*c, out);
+        }
+        fputc('\'', out);
+    }
+}
+
+void nc_bind_print_exec(FILE *out, char *const *prog)
+{
+    fputs("would exec:", out);
+    for (; *prog; prog++) {
+        fputc(' ', out);
+        nc_bind_print_word(out, *prog);
+    }
+    fputc('\n', out);
 }
