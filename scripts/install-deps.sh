@@ -9,7 +9,7 @@ want=(build-essential cmake pkg-config libhwloc-dev hwloc libnuma-dev numactl
 for what in "$@"; do
     case "$what" in
     build) ;;
-    test) want+=(python3-matplotlib) ;;
+    test) want+=(python3-matplotlib gfortran) ;;  # gfortran: tests/fortran
     bench) want+=(python3 python3-matplotlib) ;;
     guest) want+=(qemu-system-x86 busybox-static cpio) ;;
     *) echo "install-deps: unknown set '$what' (valid: build test bench guest)" >&2; exit 2 ;;

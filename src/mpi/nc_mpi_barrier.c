@@ -1,6 +1,7 @@
 /*
- * MPI_Barrier: intra-node arrival on the node's team, the leaders' barrier
- * through the MPI library, intra-node release.
+ * MPI_Barrier (nc_mpi_barrier, behind the C and Fortran entry points):
+ * intra-node arrival on the node's team, the leaders' barrier through the MPI
+ * library, intra-node release.
  *   1. team barrier (every member of the node has arrived);
  *   2. leaders only: PMPI_Barrier on the leaders' communicator;
  *   3. team barrier again: members leave only after their leader left step 2,
@@ -9,8 +10,9 @@
  */
 #include "nc_mpi.h"
 
-NUMACOLL_API int MPI_Barrier(MPI_Comm comm)
+int nc_mpi_barrier(nc_mpi_word_t comm_w)
 {
+    MPI_Comm comm = NC_MPI_HANDLE(MPI_Comm, comm_w);
     nc_mpi_comm_t *c = nc_mpi_comm_get(comm, NC_MPI_BARRIER);
     if (!c) {
         nc_mpi_count(NC_MPI_BARRIER, 0, 0);

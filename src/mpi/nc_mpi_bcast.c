@@ -1,6 +1,7 @@
 /*
- * MPI_Bcast: numacoll's shared-memory broadcast inside each node, the MPI
- * library between node leaders.
+ * MPI_Bcast (nc_mpi_bcast, behind the C and Fortran entry points): numacoll's
+ * shared-memory broadcast inside each node, the MPI library between node
+ * leaders.
  *
  *   1. on the root's node: intra-node broadcast from the root;
  *   2. between nodes (leaders only, PMPI on the leaders' communicator, root =
@@ -97,8 +98,10 @@ static int inter(nc_mpi_comm_t *c, void *buf, int count, MPI_Datatype dt, size_t
     return NUMACOLL_ERR_TRUNCATE;
 }
 
-NUMACOLL_API int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm)
+int nc_mpi_bcast(void *buf, int count, nc_mpi_word_t datatype, int root, nc_mpi_word_t comm_w)
 {
+    MPI_Datatype dt = NC_MPI_HANDLE(MPI_Datatype, datatype);
+    MPI_Comm comm = NC_MPI_HANDLE(MPI_Comm, comm_w);
     nc_mpi_comm_t *c = nc_mpi_comm_get(comm, NC_MPI_BCAST);
     int tsize = 0;
     if (!c) {
@@ -122,6 +125,9 @@ NUMACOLL_API int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_
     PMPI_Type_size(dt, &tsize);
     size_t bytes = (size_t)count * (size_t)tsize;
     nc_mpi_count(NC_MPI_BCAST, 1, bytes);
+    MPI_Datatype shifted = MPI_DATATYPE_NULL;
+    if (buf == MPI_BOTTOM && bytes)
+        nc_dtype_unbottom(&buf, &dt, &shifted);
 
     const int root_node = c->node_of[root], my_node = c->node_of[c->rank];
     int rc = 0;
@@ -149,5 +155,7 @@ NUMACOLL_API int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_
         }
         free(scratch);
     }
+    if (shifted != MPI_DATATYPE_NULL)
+        PMPI_Type_free(&shifted);
     return rc ? nc_mpi_error(comm, rc, "MPI_Bcast") : MPI_SUCCESS;
 }

@@ -1,6 +1,6 @@
 /*
  * Communicators: qualification, set-up, caching on an attribute, teardown,
- * statistics and MPI_Finalize.
+ * statistics and MPI_Finalize (nc_mpi_finalize).
  *
  * Set-up (collective over the user's communicator, on its first qualifying
  * collective call, identical on every rank):
@@ -209,12 +209,27 @@ void nc_mpi_budget_init(void)
     if (rc && lrank == 0)
         nc_log_info(1, "node budget page: %s; each process counts its own segments",
                     numacoll_strerror(rc));
+    else if (lrank == 0)
+        nc_log_info(1, "started: node budget page shared by %d ranks", lsize);
     PMPI_Comm_free(&node);
+}
+
+/* MPI_COMM_NULL_COPY_FN's behaviour (a dup'ed communicator starts without
+ * numacoll state), without naming an object of the MPI library (nc_mpi.h). */
+static int copy_fn(MPI_Comm comm, int kv, void *extra, void *in, void *out, int *flag)
+{
+    (void)comm;
+    (void)kv;
+    (void)extra;
+    (void)in;
+    (void)out;
+    *flag = 0;
+    return MPI_SUCCESS;
 }
 
 static void create_keyval(void)
 {
-    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_fn, &keyval, NULL);
+    PMPI_Comm_create_keyval(copy_fn, delete_fn, &keyval, NULL);
 }
 
 nc_mpi_comm_t *nc_mpi_comm_get(MPI_Comm comm, int coll)
@@ -358,7 +373,7 @@ static void print_stats(void)
     PMPI_Comm_free(&node);
 }
 
-NUMACOLL_API int MPI_Finalize(void)
+int nc_mpi_finalize(void)
 {
     nc_config_t cfg;
     nc_config_snapshot(&cfg);

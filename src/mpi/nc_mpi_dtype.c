@@ -1,5 +1,7 @@
 #include "nc_mpi_dtype.h"
 
+#include "nc_mpi.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +43,21 @@ static int in_order(MPI_Datatype dt, int depth)
     if (icomb != MPI_COMBINER_NAMED)
         PMPI_Type_free(&inner);
     return ok;
+}
+
+void nc_dtype_unbottom(void **buf, MPI_Datatype *dt, MPI_Datatype *shifted)
+{
+    MPI_Aint tlb, textent;
+    PMPI_Type_get_true_extent(*dt, &tlb, &textent);
+    if (!tlb)
+        return;
+    int one = 1;
+    MPI_Aint back = -tlb;
+    if (PMPI_Type_create_hindexed(1, &one, &back, *dt, shifted) != MPI_SUCCESS ||
+        PMPI_Type_commit(shifted) != MPI_SUCCESS)
+        return;
+    *buf = (void *)tlb;
+    *dt = *shifted;
 }
 
 int nc_dtype_contiguous(void *buf, int count, MPI_Datatype dt, char **start)

@@ -27,6 +27,12 @@ typedef struct nc_dtype_stream {
     int err;              /* first MPI error */
 } nc_dtype_stream_t;
 
+/* MPI_BOTTOM and a type of absolute addresses as a buffer MPI_Pack takes
+ * (MPICH's refuses a NULL inbuf): *buf becomes the type's true lower bound and
+ * *dt the type shifted back by it, a new type stored in *shifted for the
+ * caller to free. Leaves everything as it is when the type starts at 0. */
+void nc_dtype_unbottom(void **buf, MPI_Datatype *dt, MPI_Datatype *shifted);
+
 /* Returns 1 when (count, dt) is contiguous; then *start is the first byte. */
 int nc_dtype_contiguous(void *buf, int count, MPI_Datatype dt, char **start);
 

@@ -1,0 +1,41 @@
+/*
+ * The exported C entry points: MPI_Init, MPI_Bcast, ... Each one either hands
+ * its call to the MPI library untouched (this library was built for another
+ * MPI than the one running: nc_mpi_flavour.h) or calls numacoll's
+ * implementation (nc_mpi_<call> in nc_mpi_<call>.c or nc_mpi_init.c).
+ *
+ * This file does not include <mpi.h>, on purpose: the same binary receives
+ * handles of either MPI, so every handle parameter here is a machine word
+ * (nc_mpi_word_t), passed on as it came, all its bits. Declared with the
+ * MPI's own handle types, an MPICH build would narrow the pointers of an
+ * Open MPI program to 32 bits before it could pass them on. The PMPI_*
+ * functions are declared below with words in the same places, which is how
+ * either MPI receives them (a handle is one register or one stack slot).
+ *
+ * Adding a call: one row here, its implementation taking words for handles
+ * (declared in nc_mpi_entry.h), and its Fortran row (nc_mpi_fortran.c).
+ */
+#include "numacoll.h"
+#include "nc_mpi_entry.h"
+#include "nc_mpi_flavour.h"
+
+/* X(Name, numacoll's implementation, parameters, arguments) */
+#define NC_MPI_ENTRY_TABLE(X)                                                                      \
+    X(Init, nc_mpi_init, (int *argc, char ***argv), (argc, argv))                                  \
+    X(Init_thread, nc_mpi_init_thread, (int *argc, char ***argv, int required, int *provided),     \
+      (argc, argv, required, provided))                                                            \
+    X(Finalize, nc_mpi_finalize, (void), ())                                                       \
+    X(Bcast, nc_mpi_bcast,                                                                         \
+      (void *buf, int count, nc_mpi_word_t datatype, int root, nc_mpi_word_t comm),                \
+      (buf, count, datatype, root, comm))                                                          \
+    X(Barrier, nc_mpi_barrier, (nc_mpi_word_t comm), (comm))
+
+#define NC_MPI_ENTRY_(Name, impl, params, args)                                                    \
+    int PMPI_##Name params;                                                                        \
+    NUMACOLL_API int MPI_##Name params;                                                            \
+    int MPI_##Name params                                                                          \
+    {                                                                                              \
+        return nc_mpi_is_foreign() ? PMPI_##Name args : impl args;                                 \
+    }
+NC_MPI_ENTRY_TABLE(NC_MPI_ENTRY_)
+#undef NC_MPI_ENTRY_

@@ -1,0 +1,92 @@
+/*
+ * The flavour check (nc_mpi_flavour.h).
+ *
+ *   1. ask the running MPI who it is: MPI_Get_library_version takes no handle
+ *      and may be called before MPI_Init, so it is safe in either MPI;
+ *   2. sort the answer into an ABI family: Open MPI, or MPICH and the MPIs
+ *      built on its ABI (MVAPICH, Intel MPI); an answer naming neither is
+ *      trusted to match (a vendor MPI on the ABI this library was built for);
+ *   3. in the wrong family: FOREIGN, and one line from the job's first rank
+ *      (from the launcher's environment: MPI_COMM_WORLD is not ours to use)
+ *      saying which library to preload instead.
+ * Two threads may both run it on their first call: same answer, one line.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/nc_common.h"
+#include "nc_mpi.h"
+
+#if defined(OPEN_MPI)
+#define NC_MPI_BUILT_FOR "Open MPI"
+#elif defined(MPICH)
+#define NC_MPI_BUILT_FOR "MPICH"
+#else
+#error "numacoll's MPI layer knows Open MPI and MPICH (and the MPIs of MPICH's ABI)"
+#endif
+
+atomic_int nc_mpi_flavour_state;
+
+/* NULL when the version string names no family we know. */
+static const char *family_of(const char *version)
+{
+    if (strstr(version, "Open MPI"))
+        return "Open MPI";
+    if (strstr(version, "MPICH") || strstr(version, "MVAPICH") || strstr(version, "Intel(R) MPI"))
+        return "MPICH";
+    return NULL;
+}
+
+/* The launcher's rank; -1 when nobody says (a singleton). */
+static int env_rank(void)
+{
+    static const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+    for (size_t i = 0; i < NC_ARRAY_SIZE(vars); i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v)
+            return atoi(v);
+    }
+    return -1;
+}
+
+int nc_mpi_flavour_check(void)
+{
+    int known = atomic_load_explicit(&nc_mpi_flavour_state, memory_order_relaxed);
+    if (known != NC_MPI_FLAVOUR_UNKNOWN)
+        return known == NC_MPI_FLAVOUR_FOREIGN;
+    /* 1. Sized for the larger of the two MPI_MAX_LIBRARY_VERSION_STRING
+     * (MPICH's 8192, Open MPI's 256), whichever this was compiled against:
+     * the running MPI fills it. Once per process. */
+    char version[8192 + 1];
+    int len = 0;
+    if (PMPI_Get_library_version(version, &len) != MPI_SUCCESS)
+        version[0] = '\0';
+    version[sizeof version - 1] = '\0';
+    /* 2. */
+    const char *running = family_of(version);
+    if (!running || !strcmp(running, NC_MPI_BUILT_FOR)) {
+        atomic_store_explicit(&nc_mpi_flavour_state, NC_MPI_FLAVOUR_NATIVE, memory_order_relaxed);
+        return 0;
+    }
+    /* 3. */
+    atomic_store_explicit(&nc_mpi_flavour_state, NC_MPI_FLAVOUR_FOREIGN, memory_order_relaxed);
+    if (env_rank() <= 0) {
+        /* The version's first line up to a comma, blanks squeezed:
+         * "Open MPI v4.1.4", "MPICH Version: 4.0.2". */
+        char first[80];
+        size_t n = 0;
+        for (const char *v = version; *v && !strchr("\n\r,", *v) && n + 1 < sizeof first; v++)
+            if (!(*v == ' ' || *v == '\t') || (n && first[n - 1] != ' '))
+                first[n++] = *v == '\t' ? ' ' : *v;
+        first[n] = '\0';
+        const char *dir = strcmp(running, "MPICH") ? "openmpi" : "mpich";
+        nc_log_warn_once("foreign-mpi",
+                         "libnumacoll-mpi.so built for %s, but this program runs %s (%s): "
+                         "numacoll is off, every MPI call goes to %s; preload the %s build "
+                         "instead (lib/numacoll/%s/libnumacoll-mpi.so, pkg-config "
+                         "--variable=preload numacoll-%s)",
+                         NC_MPI_BUILT_FOR, running, first, running, running, dir, dir);
+    }
+    return 1;
+}

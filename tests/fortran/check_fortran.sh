@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Run a Fortran test program (fcoll.F90) through numacoll and check its output.
+#   check_fortran.sh FLAVOR MPIEXEC "MPIEXEC FLAGS" NP preload|linked LIB PROGRAM [ARG|VAR=value]...
+# Passes when the program exits 0 after "fcoll: 0 errors", numacoll's start-up
+# ran once ("started: node budget page shared by NP ranks"), and the single
+# NUMACOLL_STATS line counts exactly the broadcasts and barriers the program
+# expects numacoll and the MPI library to have handled ("fcoll expect: ...").
+set -u
+flavor=$1 mpiexec=$2 flags=$3 np=$4 mode=$5 lib=$6 prog=$7
+shift 7
+envs=(NUMACOLL_STATS=1 NUMACOLL_VERBOSE=1)
+[ "$mode" = preload ] && envs+=(LD_PRELOAD="$lib")
+args=()
+for a in "$@"; do
+    if [[ $a =~ ^[A-Z_]+= ]]; then envs+=("$a"); else args+=("$a"); fi
+done
+read -r -a cmd <<<"$mpiexec $flags -n $np"
+for e in "${envs[@]}"; do
+    if [ "$flavor" = openmpi ]; then cmd+=(-x "$e"); else cmd+=(-genv "${e%%=*}" "${e#*=}"); fi
+done
+echo "+ ${cmd[*]} $prog ${args[*]}"
+out=$("${cmd[@]}" "$prog" "${args[@]}" 2>&1)
+rc=$?
+echo "$out" | grep -v "^numacoll\[[0-9]*\]   \|team p=\|barrier: .* bytes\|placement check"
+
+fail() { echo "FAIL: $*"; exit 1; }
+[ $rc = 0 ] || fail "exit code $rc"
+grep -q "^fcoll: 0 errors" <<<"$out" || fail "the program found wrong results"
+n=$(grep -c "started: node budget page shared by $np ranks" <<<"$out")
+[ "$n" = 1 ] || fail "numacoll's start-up line seen $n times, expected once"
+[ "$(grep -c "^numacoll stats:" <<<"$out")" = 1 ] || fail "not exactly one stats line"
+want=$(sed -n 's/^fcoll expect: bcast numacoll \([0-9]*\) pmpi \([0-9]*\) barrier numacoll \([0-9]*\) pmpi \([0-9]*\)$/\1 \2 \3 \4/p' <<<"$out")
+got=$(sed -n 's/^numacoll stats:.* bcast numacoll \([0-9]*\) calls [0-9]* bytes, pmpi \([0-9]*\) calls [0-9]* bytes; barrier numacoll \([0-9]*\) calls [0-9]* bytes, pmpi \([0-9]*\) calls.*/\1 \2 \3 \4/p' <<<"$out")
+[ -n "$want" ] && [ -n "$got" ] || fail "no expect or stats line to compare"
+[ "$want" = "$got" ] ||
+    fail "calls (bcast numacoll, pmpi, barrier numacoll, pmpi): expected $want, stats say $got"
+echo "OK: numacoll handled what the program expected ($got)"

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# libnumacoll-mpi.so names no MPI and exports what its MPI needs, nothing else.
+#   check_symbols.sh FLAVOR LIB
+set -u
+flavor=$1 lib=$2
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+
+# 1. No MPI library among its dependencies: the MPI is the program's.
+needed=$(readelf -d "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+echo "NEEDED: $needed"
+grep -qE "libmpi|libmpich|libopen-" <<<"$needed" && bad "depends on an MPI library"
+
+# 2. Every reference to an object of Open MPI is weak (nc_mpi.h): the library
+#    loads into an MPICH program, where those objects do not exist.
+strong=$(nm -D --undefined-only "$lib" | awk '$1 == "U" && $2 ~ /^(ompi_|OMPI_|MPIR_|MPIX_)/ {print $2}')
+[ -n "$strong" ] && bad "strong references to MPI objects (add them to nc_mpi.h):" $strong
+
+# 3. Exported: numacoll_*, the C entry points and this MPI's Fortran ones.
+exported=$(nm -D --defined-only "$lib" | awk '{print $3}' | sort)
+other=$(grep -vE '^(numacoll_|MPI_|mpi_)' <<<"$exported")
+[ -n "$other" ] && bad "exported beyond numacoll_*, MPI_*, mpi_*:" $other
+c="MPI_Init MPI_Init_thread MPI_Finalize MPI_Bcast MPI_Barrier"
+mangle() { for n in "$@"; do echo "mpi_${n}_ mpi_${n}__ mpi_$n MPI_${n^^}"; done; }
+f08() { for n in "$@"; do echo "mpi_${n}_f08_"; done; }
+if [ "$flavor" = openmpi ]; then
+    want="$c $(mangle init init_thread finalize barrier bcast) $(f08 init init_thread finalize barrier bcast)"
+else
+    want="$c $(mangle init init_thread) $(f08 init init_thread finalize barrier)"
+fi
+want=$(tr ' ' '\n' <<<"$want" | grep . | sort)
+got=$(grep -E '^(MPI_|mpi_)' <<<"$exported")
+if [ "$want" != "$got" ]; then
+    bad "MPI entry points differ from what $flavor needs:"
+    diff <(echo "$want") <(echo "$got") | sed 's/^</  missing:/; s/^>/  extra:/' | grep -v '^[0-9]'
+fi
+echo "exported MPI entry points ($flavor):" $got
+[ $fail = 0 ] && echo "OK"
+exit $fail
