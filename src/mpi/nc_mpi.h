@@ -27,52 +27,6 @@
 #include "nc_mpi_entry.h"
 #include "nc_mpi_flavour.h"
 
-/* libnumacoll-mpi.so names no MPI library (no DT_NEEDED, src/mpi/CMakeLists.txt):
- * the MPI is the program's. Preloaded into the other MPI's program it thus
- * brings no second MPI whose PMPI_* would come first in the lookup order
- * (which happens to Fortran programs, whose C MPI library is an indirect
- * dependency). MPICH's constants are numbers; Open MPI's are the addresses of
- * its predefined objects, referenced weakly here so that the library loads
- * where they do not exist; it never uses them there (nc_mpi_flavour.h). So
- * are the two functions MPICH has as macros only, for a process that binds
- * every symbol at load (LD_BIND_NOW). Every Open MPI object used in src/mpi
- * is listed; the tests install.symbols and install.wrong_mpi (LD_BIND_NOW=1)
- * fail when one is missing. */
-#if defined(OPEN_MPI)
-#pragma weak PMPI_Comm_f2c
-#pragma weak PMPI_Type_f2c
-#pragma weak ompi_mpi_comm_world
-#pragma weak ompi_mpi_comm_null
-#pragma weak ompi_mpi_info_null
-#pragma weak ompi_mpi_datatype_null
-#pragma weak ompi_mpi_op_max
-#pragma weak ompi_mpi_op_min
-#pragma weak ompi_mpi_op_sum
-#pragma weak ompi_mpi_byte
-#pragma weak ompi_mpi_packed
-#pragma weak ompi_mpi_char
-#pragma weak ompi_mpi_signed_char
-#pragma weak ompi_mpi_unsigned_char
-#pragma weak ompi_mpi_short
-#pragma weak ompi_mpi_unsigned_short
-#pragma weak ompi_mpi_int
-#pragma weak ompi_mpi_unsigned
-#pragma weak ompi_mpi_long
-#pragma weak ompi_mpi_unsigned_long
-#pragma weak ompi_mpi_long_long_int
-#pragma weak ompi_mpi_unsigned_long_long
-#pragma weak ompi_mpi_float
-#pragma weak ompi_mpi_double
-#pragma weak ompi_mpi_int8_t
-#pragma weak ompi_mpi_int16_t
-#pragma weak ompi_mpi_int32_t
-#pragma weak ompi_mpi_int64_t
-#pragma weak ompi_mpi_uint8_t
-#pragma weak ompi_mpi_uint16_t
-#pragma weak ompi_mpi_uint32_t
-#pragma weak ompi_mpi_uint64_t
-#endif
-
 /* A handle of this MPI from a machine word of nc_mpi_entry.h, and back (an
  * MPICH handle is the word's low 32 bits). */
 #define NC_MPI_HANDLE(type, word) ((type)(word))

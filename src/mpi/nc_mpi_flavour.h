@@ -3,16 +3,19 @@
  *
  * libnumacoll-mpi.so is compiled against one MPI's <mpi.h>: Open MPI's handles
  * are pointers to objects inside libmpi.so.40, MPICH's are 32-bit integers,
- * and each MPI's constants are its own. It names no MPI library (nc_mpi.h), so
- * preloaded into a program of the other MPI (checked on Debian 12, both
- * directions, C and Fortran programs):
- *   - every PMPI_* call numacoll makes goes to the program's MPI, the only one
- *     in the process;
+ * and each MPI's constants are its own. Preloaded into a C program of the
+ * other MPI (checked on Debian 12, both directions):
+ *   - every PMPI_* call numacoll makes goes to the program's MPI, which the
+ *     program links directly and so comes before the library's own MPI
+ *     dependency in the lookup order;
  *   - numacoll's own constants mean nothing there: MPICH's MPI_COMM_WORLD is a
- *     number Open MPI reads as a pointer; Open MPI's are weak references to
- *     objects that do not exist (null);
+ *     number Open MPI reads as a pointer, Open MPI's point into an Open MPI
+ *     library the program does not use;
  *   - the MPICH build would see only the low 32 bits of the Open MPI pointers
  *     a program passes to it, if it declared them as MPICH handles.
+ * (A Fortran program of the other MPI reaches its C MPI library only through
+ * its Fortran one, so the library's MPI dependency comes first and the MPI's
+ * own Fortran layer fails before numacoll runs: not handled, README.)
  * So the library asks the running MPI who it is (MPI_Get_library_version,
  * callable before MPI_Init and without any handle) at MPI_Init, or at the
  * first wrapped call of a program whose MPI_Init did not come through here.
