@@ -41,7 +41,8 @@ static const char *family_of(const char *version)
 /* The launcher's rank; -1 when nobody says (a singleton). */
 static int env_rank(void)
 {
-    static const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"};
+    static const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
+                                 "SLURM_PROCID", "MV2_COMM_WORLD_RANK"};
     for (size_t i = 0; i < NC_ARRAY_SIZE(vars); i++) {
         const char *v = getenv(vars[i]);
         if (v && *v)

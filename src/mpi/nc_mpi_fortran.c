@@ -96,14 +96,31 @@
 /* Open MPI's Fortran MPI_BOTTOM and MPI_IN_PLACE are two common blocks that
  * mpif.h, use mpi and mpi_f08 share, defined by libmpi, by the Fortran
  * libraries and by a program that uses them: every reference binds to the
- * first definition in lookup order, the one RTLD_DEFAULT finds. */
-static void *f_bottom, *f_in_place;
+ * first definition in lookup order, the one RTLD_DEFAULT finds.
+ * Each is looked up under the four spellings Open MPI defines (its own
+ * OMPI_IS_FORTRAN_BOTTOM compares all four: Open MPI 5's mpi_f08 binds to
+ * "mpi_fortran_bottom", 4.1's to "mpi_fortran_bottom_"). */
+static void *f_bottom[4], *f_in_place[4];
 static pthread_once_t sentinels_once = PTHREAD_ONCE_INIT;
 
 static void sentinels_find(void)
 {
-    f_bottom = dlsym(RTLD_DEFAULT, "mpi_fortran_bottom_");
-    f_in_place = dlsym(RTLD_DEFAULT, "mpi_fortran_in_place_");
+    static const char *const bottom[4] = {"mpi_fortran_bottom_", "mpi_fortran_bottom",
+                                          "mpi_fortran_bottom__", "MPI_FORTRAN_BOTTOM"};
+    static const char *const in_place[4] = {"mpi_fortran_in_place_", "mpi_fortran_in_place",
+                                            "mpi_fortran_in_place__", "MPI_FORTRAN_IN_PLACE"};
+    for (int i = 0; i < 4; i++) {
+        f_bottom[i] = dlsym(RTLD_DEFAULT, bottom[i]);
+        f_in_place[i] = dlsym(RTLD_DEFAULT, in_place[i]);
+    }
+}
+
+static int is_one_of(const void *p, void *const *set)
+{
+    for (int i = 0; i < 4; i++)
+        if (set[i] && p == set[i])
+            return 1;
+    return 0;
 }
 
 /* A Fortran choice buffer as C sees it; in_place_ok for the arguments where
@@ -111,9 +128,9 @@ static void sentinels_find(void)
 static void *nc_f_buf(void *p, int in_place_ok)
 {
     pthread_once(&sentinels_once, sentinels_find);
-    if (p && p == f_bottom)
+    if (p && is_one_of(p, f_bottom))
         return MPI_BOTTOM;
-    if (in_place_ok && p && p == f_in_place)
+    if (in_place_ok && p && is_one_of(p, f_in_place))
         return MPI_IN_PLACE;
     return p;
 }
