@@ -53,7 +53,7 @@ typedef struct rec1 {
 typedef struct rec2 {
     int32_t status, checked;
     int64_t pages, misplaced;
-    char detail[160]; /* placement detail, or why this member failed */
+    char detail[160]; /* placement detail */
     char why[256];    /* why this member failed (status != 0) */
 } rec2_t;
 
@@ -147,6 +147,16 @@ static int team_layout(const nc_config_t *cfg, int p, int s, nc_layout_t *l)
                              nc_page_size(), nc_barrier_shm_bytes(p, cfg));
 }
 
+/* "NUMACOLL_SHM_LIMIT=<limit>[ (a quarter of /dev/shm)]" for the budget messages. */
+static void budget_limit_text(const nc_config_t *cfg, const nc_budget_state_t *st, char *buf,
+                              size_t len)
+{
+    char lim[32];
+    nc_shm_fmt_bytes(st->limit, lim, sizeof lim);
+    snprintf(buf, len, "NUMACOLL_SHM_LIMIT=%s%s", lim,
+             NC_CFG_NUM(cfg, SHM_LIMIT) ? "" : " (a quarter of /dev/shm)");
+}
+
 /* Rank 0, step 1: the longest queue (configured s, then halved while q still
  * divides it) whose segment fits in the node budget; the bytes are taken. */
 static int budget_layout(numacoll_team_t *t, const nc_config_t *cfg, nc_layout_t *l)
@@ -163,35 +173,33 @@ static int budget_layout(numacoll_team_t *t, const nc_config_t *cfg, nc_layout_t
         if (!nc_budget_take(l->total, &st))
             break;
         if (s / 2 < q || (s / 2) % q) {
-            char lim[32], used[32], need[32];
-            nc_shm_fmt_bytes(st.limit, lim, sizeof lim);
+            char lim[64], used[32], need[32];
+            budget_limit_text(cfg, &st, lim, sizeof lim);
             nc_shm_fmt_bytes(st.used, used, sizeof used);
             nc_shm_fmt_bytes(l->total, need, sizeof need);
-            nc_log_warn_once("budget-full", "shared-memory budget NUMACOLL_SHM_LIMIT=%s%s is used up (%s in use "
+            nc_log_warn_once("budget-full", "shared-memory budget %s is used up (%s in use "
                               "by %s): a team of %d needs at least %s (s=%d); such teams are not "
                               "created (in MPI: their communicators go to the MPI library). Raise "
                               "NUMACOLL_SHM_LIMIT, free communicators or lower "
                               "NUMACOLL_BCAST_FRAG_SIZE",
-                              lim, NC_CFG_NUM(cfg, SHM_LIMIT) ? "" : " (a quarter of /dev/shm)",
-                              used, st.shared ? "this job on this node" : "this process", p, need,
-                              s);
+                              lim, used, st.shared ? "this job on this node" : "this process", p,
+                              need, s);
             return NUMACOLL_ERR_NOSPACE;
         }
         s /= 2;
     }
     t->budget_bytes = l->total;
     if (s != s0) {
-        char lim[32], used[32], full[32], got[32];
-        nc_shm_fmt_bytes(st.limit, lim, sizeof lim);
+        char lim[64], used[32], full[32], got[32];
+        budget_limit_text(cfg, &st, lim, sizeof lim);
         nc_shm_fmt_bytes(st.used, used, sizeof used);
         nc_shm_fmt_bytes(want, full, sizeof full);
         nc_shm_fmt_bytes(l->total, got, sizeof got);
         nc_log_warn_once("budget-reduced",
-                         "shared-memory budget NUMACOLL_SHM_LIMIT=%s%s reached: new teams get a "
-                          "shorter queue (first: p=%d s=%d, %s instead of s=%d, %s; %s in use); "
-                          "NUMACOLL_VERBOSE=1 reports each",
-                          lim, NC_CFG_NUM(cfg, SHM_LIMIT) ? "" : " (a quarter of /dev/shm)", p, s,
-                          got, s0, full, used);
+                         "shared-memory budget %s reached: new teams get a shorter queue (first: "
+                         "p=%d s=%d, %s instead of s=%d, %s; %s in use); NUMACOLL_VERBOSE=1 "
+                         "reports each",
+                         lim, p, s, got, s0, full, used);
         nc_log_info(1, "team of %d: queue s=%d (%s) instead of s=%d (%s): budget %s, %s in use", p,
                     s, got, s0, full, lim, used);
     }

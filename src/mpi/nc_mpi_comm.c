@@ -214,22 +214,9 @@ void nc_mpi_budget_init(void)
     PMPI_Comm_free(&node);
 }
 
-/* MPI_COMM_NULL_COPY_FN's behaviour (a dup'ed communicator starts without
- * numacoll state), without naming an object of the MPI library (nc_mpi.h). */
-static int copy_fn(MPI_Comm comm, int kv, void *extra, void *in, void *out, int *flag)
-{
-    (void)comm;
-    (void)kv;
-    (void)extra;
-    (void)in;
-    (void)out;
-    *flag = 0;
-    return MPI_SUCCESS;
-}
-
 static void create_keyval(void)
 {
-    PMPI_Comm_create_keyval(copy_fn, delete_fn, &keyval, NULL);
+    PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_fn, &keyval, NULL);
 }
 
 nc_mpi_comm_t *nc_mpi_comm_get(MPI_Comm comm, int coll)
