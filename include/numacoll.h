@@ -63,6 +63,81 @@ NUMACOLL_API int numacoll_bcast_cb(numacoll_team_t *team, size_t bytes, int root
 
 NUMACOLL_API int numacoll_barrier(numacoll_team_t *team);
 
+/* ---- reductions (coll/nc_reduce.c) -------------------------------------------
+ * count elements of `type` from every member's sendbuf are combined with `op`;
+ * reduce leaves the result in root's recvbuf (the others' recvbuf is not
+ * touched and may be NULL), allreduce in every member's recvbuf.
+ * In place: sendbuf == NUMACOLL_IN_PLACE (or NULL) takes the input from
+ * recvbuf (for reduce: at the root; a non-root passes its input in sendbuf).
+ *
+ * Reproducible: the result does not depend on timing. Element k of the result
+ * is, for the predefined ops, the left fold in rank order
+ *     ((x0[k] op x1[k]) op x2[k]) ... op x(p-1)[k]
+ * and for user ops x0[k] op (x1[k] op (... op x(p-1)[k])), which is the same
+ * value for an associative op, commutative or not (MPI's rule: rank order).
+ * Every member of an allreduce gets the same bits.
+ *
+ * Members passing different counts, types or ops get NUMACOLL_ERR_TRUNCATE
+ * (count) or NUMACOLL_ERR_MISMATCH (type, op), on every member that compares
+ * (every member in allreduce, the root and the members it names in reduce);
+ * no hang, the team stays usable. */
+#define NUMACOLL_IN_PLACE ((const void *)1)
+
+typedef enum numacoll_type {
+    NUMACOLL_INT8 = 0, NUMACOLL_INT16, NUMACOLL_INT32, NUMACOLL_INT64,
+    NUMACOLL_UINT8, NUMACOLL_UINT16, NUMACOLL_UINT32, NUMACOLL_UINT64,
+    NUMACOLL_FLOAT, NUMACOLL_DOUBLE, NUMACOLL_LONG_DOUBLE,
+    NUMACOLL_FLOAT_COMPLEX, NUMACOLL_DOUBLE_COMPLEX, NUMACOLL_LONG_DOUBLE_COMPLEX,
+    NUMACOLL_BOOL,            /* C _Bool (logical ops only) */
+    /* value-index pairs for MINLOC/MAXLOC, laid out as MPI's C pair types
+     * (struct { value; int index; } with the C compiler's padding) */
+    NUMACOLL_FLOAT_INT, NUMACOLL_DOUBLE_INT, NUMACOLL_LONG_INT, NUMACOLL_2INT,
+    NUMACOLL_SHORT_INT, NUMACOLL_LONG_DOUBLE_INT,
+    NUMACOLL_TYPE_COUNT
+} numacoll_type_t;
+
+typedef enum numacoll_op {
+    NUMACOLL_SUM = 0, NUMACOLL_PROD, NUMACOLL_MIN, NUMACOLL_MAX,
+    NUMACOLL_LAND, NUMACOLL_LOR, NUMACOLL_LXOR,
+    NUMACOLL_BAND, NUMACOLL_BOR, NUMACOLL_BXOR,
+    NUMACOLL_MINLOC, NUMACOLL_MAXLOC,
+    NUMACOLL_OP_COUNT
+} numacoll_op_t;
+
+/* Bytes of one element of type; 0 for an unknown type. */
+NUMACOLL_API size_t numacoll_type_size(numacoll_type_t type);
+/* 1 when op is defined on type (MPI's table: arithmetic on numbers, min/max
+ * not on complex, logical on integers and bool, bitwise on integers, the
+ * LOC ops on pairs only); NUMACOLL_ERR_INVAL is returned for the others. */
+NUMACOLL_API int numacoll_op_valid(numacoll_op_t op, numacoll_type_t type);
+
+/* inout[k] = inout[k] op in[k] for k < count with numacoll's own kernels (the
+ * ones the collectives use; no team needed). */
+NUMACOLL_API int numacoll_reduce_local(const void *in, void *inout, size_t count,
+                                       numacoll_type_t type, numacoll_op_t op);
+
+NUMACOLL_API int numacoll_reduce(numacoll_team_t *team, const void *sendbuf, void *recvbuf,
+                                 size_t count, numacoll_type_t type, numacoll_op_t op, int root);
+NUMACOLL_API int numacoll_allreduce(numacoll_team_t *team, const void *sendbuf, void *recvbuf,
+                                    size_t count, numacoll_type_t type, numacoll_op_t op);
+
+/* User-defined operations: inout[k] = in[k] op inout[k] for k < count, on
+ * elements of elem_size bytes (MPI_User_function's contract). Elements are
+ * copied as bytes; fn must not keep pointers. */
+typedef void (*numacoll_user_op_fn)(const void *in, void *inout, size_t count, void *ctx);
+typedef struct numacoll_user_op {
+    numacoll_user_op_fn fn;
+    void *ctx;
+    size_t elem_size;
+    int commutative; /* informational: the order above is used either way */
+} numacoll_user_op_t;
+
+NUMACOLL_API int numacoll_reduce_user(numacoll_team_t *team, const void *sendbuf, void *recvbuf,
+                                      size_t count, const numacoll_user_op_t *op, int root);
+NUMACOLL_API int numacoll_allreduce_user(numacoll_team_t *team, const void *sendbuf,
+                                         void *recvbuf, size_t count,
+                                         const numacoll_user_op_t *op);
+
 /* ---- tunables ---------------------------------------------------------------
  * Names are the environment variables (e.g. "NUMACOLL_BCAST_FRAG_SIZE").
  * numacoll_param_set() changes the value for teams created afterwards; a team
@@ -100,7 +175,8 @@ typedef struct numacoll_team_info {
     size_t rank_off, rank_bytes;        /* member i's block at rank_off + i*rank_bytes */
     size_t ctrl_bytes;                  /* control blocks at the start of a member block */
     size_t buf_stride;                  /* distance between two fragment buffers */
-    size_t barrier_off, barrier_bytes;  /* barrier flags */
+    size_t reduce_off, reduce_bytes;    /* reductions' slots: at rank_off + i*rank_bytes + reduce_off */
+    size_t barrier_off, barrier_bytes;  /* the collectives' shared areas (barrier flags first) */
     int placement;                      /* enum numacoll_placement, team-wide */
     long misplaced_pages;               /* team-wide count */
     char placement_detail[160];         /* first misplaced block, or why unchecked */

@@ -14,7 +14,7 @@
 extern "C" {
 #endif
 
-enum numacoll_mpi_coll { NUMACOLL_MPI_BCAST = 0, NUMACOLL_MPI_BARRIER, NUMACOLL_MPI_NCOLL };
+enum numacoll_mpi_coll { NUMACOLL_MPI_BCAST = 0, NUMACOLL_MPI_BARRIER, NUMACOLL_MPI_REDUCE, NUMACOLL_MPI_ALLREDUCE, NUMACOLL_MPI_NCOLL };
 
 typedef struct numacoll_mpi_stats {
     unsigned long long calls_numacoll[NUMACOLL_MPI_NCOLL], bytes_numacoll[NUMACOLL_MPI_NCOLL];

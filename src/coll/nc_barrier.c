@@ -25,6 +25,7 @@
  * (int32_t)(flag - seq) >= 0; it can never be more than one ahead.
  */
 #include "coll/nc_barrier.h"
+#include "coll/nc_coll.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -125,12 +126,12 @@ typedef struct nc_bar {
     char desc[128];
 } nc_bar_t;
 
-size_t nc_barrier_shm_bytes(int p, const nc_config_t *cfg)
+nc_shm_need_t nc_barrier_shm_need(int p, const nc_config_t *cfg, size_t page)
 {
     (void)cfg; /* on purpose: the segment size must not depend on the configuration */
     bar_layout_t l;
-    bar_layout(&l, p, nc_page_size());
-    return l.total;
+    bar_layout(&l, p, page);
+    return (nc_shm_need_t){.shared = l.total, .member = 0};
 }
 
 /* ---- waiting: the nc_wait.h pattern, one helper per comparison ------------------ */
@@ -366,7 +367,7 @@ int nc_barrier_init(struct numacoll_team *t)
     const int p = t->p, me = t->rank;
     bar_layout_t l;
     bar_layout(&l, p, t->seg.l.page);
-    if (nc_round_up(l.total, t->seg.l.page) != t->seg.l.barrier_bytes)
+    if (nc_round_up(l.total, t->seg.l.page) != t->seg.l.area_bytes[NC_COLL_BARRIER])
         return NUMACOLL_ERR_MISMATCH; /* the segment was laid out for another size */
     nc_bar_t *b = calloc(1, sizeof *b);
     int *parent = malloc((size_t)p * sizeof *parent);

@@ -51,6 +51,16 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
       "1: one report per team (layout, leaders, placement); 2: per member; 3: debug.")          \
     /* ---- barrier (coll/nc_barrier*.c) ---- */                                              \
     NC_PARAM_TABLE_BARRIER(X)                                                                   \
+    /* ---- reductions (coll/nc_reduce.c) ---- */                                             \
+    X(REDUCE_FRAG_SIZE, NC_PT_SIZE, "65536", 256, 16 << 20, NULL, "bytes",                      \
+      "Reductions: bytes of one slot; larger messages go in rounds of this size, each round "   \
+      "reduced by all members at once, member i its i-th slice.")                               \
+    X(REDUCE_SLOTS, NC_PT_INT, "4", 2, 64, NULL, "slots",                                       \
+      "Reductions: slots per member; a member runs at most this many rounds minus one ahead of " \
+      "the slowest.")                                                                            \
+    X(REDUCE_SMALL_MAX, NC_PT_SIZE, "4096", 0, 16 << 20, NULL, "bytes",                         \
+      "Reductions up to this size (and the slot size) take one hand-off: every member (allreduce) " \
+      "or the root (reduce) combines all contributions; larger ones are reduce-scattered.")     \
     /* ---- MPI layer (src/mpi) ---- */                                                       \
     X(DISABLE, NC_PT_INT, "0", 0, 1, NULL, "bool",                                              \
       "1: every collective goes to the MPI library (PMPI); numacoll stays out of the way.")      \
@@ -58,6 +68,10 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
       "0: MPI_Bcast goes to the MPI library.")                                                  \
     X(BARRIER_ENABLE, NC_PT_INT, "1", 0, 1, NULL, "bool",                                       \
       "0: MPI_Barrier goes to the MPI library.")                                                \
+    X(REDUCE_ENABLE, NC_PT_INT, "1", 0, 1, NULL, "bool",                                        \
+      "0: MPI_Reduce goes to the MPI library.")                                                 \
+    X(ALLREDUCE_ENABLE, NC_PT_INT, "1", 0, 1, NULL, "bool",                                     \
+      "0: MPI_Allreduce goes to the MPI library.")                                              \
     X(COMM_MIN_CALLS, NC_PT_INT, "0", 0, 1000000, NULL, "calls",                                \
       "Collective calls on a communicator before numacoll sets up its segment for it.")         \
     X(STATS, NC_PT_INT, "0", 0, 1, NULL, "bool",                                                \

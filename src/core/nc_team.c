@@ -30,6 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "coll/nc_coll.h"
 #include "config/nc_tunefile.h"
 #include "shm/nc_shm.h"
 #include "topo/nc_topo.h"
@@ -39,7 +40,8 @@ uint32_t nc_test_seq0;
 /* The configuration values every member must agree on, in table order. */
 static const int agreed[] = {NC_P_BCAST_FRAG_SIZE, NC_P_BCAST_QUEUE_LEN, NC_P_BCAST_SETS,
                              NC_P_BCAST_TREE,      NC_P_BCAST_INLINE_MAX, NC_P_SEG_LAYOUT,
-                             NC_P_BARRIER_ALG,     NC_P_BARRIER_TREE,    NC_P_BARRIER_NUMA};
+                             NC_P_BARRIER_ALG,     NC_P_BARRIER_TREE,    NC_P_BARRIER_NUMA,
+                             NC_P_REDUCE_FRAG_SIZE, NC_P_REDUCE_SLOTS,   NC_P_REDUCE_SMALL_MAX};
 #define NC_NAGREED ((int)NC_ARRAY_SIZE(agreed))
 
 typedef struct rec1 {
@@ -117,7 +119,7 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
         nc_log_info(1, "  member %-3d %10zu %10zu %6d %5d %s", i,
                     l->rank_off + (size_t)i * l->rank_bytes, l->rank_bytes, i, t->numa[i], check);
     }
-    nc_log_info(1, "  %-10s %10zu %10zu %6d %5d (with member 0)", "barrier", l->barrier_off,
+    nc_log_info(1, "  %-10s %10zu %10zu %6d %5d (with member 0)", "shared", l->barrier_off,
                 l->barrier_bytes, 0, t->numa[0]);
     static const char *pl[] = {"OK", "MISPLACED", "UNKNOWN (a member is unbound)",
                                "UNCHECKED (move_pages unavailable)"};
@@ -129,7 +131,8 @@ static void team_free(numacoll_team_t *t)
 {
     if (!t)
         return;
-    nc_barrier_fini(t);
+    for (int m = NC_COLL_COUNT - 1; m >= 0; m--)
+        nc_coll_decls[m].fini(t);
     nc_seg_detach(&t->seg);
     if (t->budget_bytes)
         nc_budget_give(t->budget_bytes);
@@ -142,9 +145,11 @@ static void team_free(numacoll_team_t *t)
 
 static int team_layout(const nc_config_t *cfg, int p, int s, nc_layout_t *l)
 {
+    nc_shm_need_t needs[NC_COLL_COUNT];
+    nc_coll_shm_needs(p, cfg, nc_page_size(), needs);
     return nc_layout_compute(l, p, (size_t)NC_CFG_NUM(cfg, BCAST_FRAG_SIZE), s,
                              (int)NC_CFG_NUM(cfg, BCAST_SETS), (int)NC_CFG_NUM(cfg, SEG_LAYOUT),
-                             nc_page_size(), nc_barrier_shm_bytes(p, cfg));
+                             nc_page_size(), needs, NC_COLL_COUNT);
 }
 
 /* "NUMACOLL_SHM_LIMIT=<limit>[ (a quarter of /dev/shm)]" for the budget messages. */
@@ -328,10 +333,12 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
             for (int i = 0; i < p; i++)
                 nc_seg_leaders(&t->seg)[i] = t->leaders[i];
         nc_seg_verify(&t->seg, me, t->numa[me], &pl);
-        /* Shared barrier state is initialised before exchange #2 so that no
-         * member can arrive at a barrier before it is ready. */
+        /* The collectives' shared state is initialised before exchange #2
+         * so that no member can use a collective before it is ready. */
         t->barrier_seq = nc_test_seq0;
-        rc = nc_barrier_init(t);
+        t->reduce_round = nc_test_seq0;
+        for (int m = 0; m < NC_COLL_COUNT && !rc; m++)
+            rc = nc_coll_decls[m].init(t);
     }
     rec2_t m2 = {.status = rc, .checked = pl.checked, .pages = pl.pages, .misplaced = pl.misplaced};
     snprintf(m2.detail, sizeof m2.detail, "%s", pl.detail);
@@ -467,6 +474,8 @@ NUMACOLL_API int numacoll_team_info(const numacoll_team_t *t, numacoll_team_info
     info->rank_bytes = l->rank_bytes;
     info->ctrl_bytes = l->ctrl_bytes;
     info->buf_stride = l->buf_stride;
+    info->reduce_off = l->marea_off[NC_COLL_REDUCE];
+    info->reduce_bytes = l->marea_bytes[NC_COLL_REDUCE];
     info->barrier_off = l->barrier_off;
     info->barrier_bytes = l->barrier_bytes;
     info->placement = t->placement;

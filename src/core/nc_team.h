@@ -40,6 +40,11 @@ struct numacoll_team {
     uint32_t barrier_seq;
     void *barrier_state;
 
+    /* reductions: the round counter, the same on every member, and this
+     * member's private view (coll/nc_reduce.c) */
+    uint32_t reduce_round;
+    void *reduce_state;
+
     /* team-wide placement result (numacoll_team_info) */
     int placement;
     long placement_pages, misplaced;
@@ -62,9 +67,5 @@ static inline int nc_team_fail(struct numacoll_team *t, int rc)
 /* Resolve the calls this member deferred (coll/nc_bcast.c). */
 int nc_bcast_flush(struct numacoll_team *t);
 
-/* Barrier module hooks (coll/nc_barrier.c). */
-size_t nc_barrier_shm_bytes(int p, const nc_config_t *cfg);
-int nc_barrier_init(struct numacoll_team *t);
-void nc_barrier_fini(struct numacoll_team *t);
 
 #endif

@@ -35,7 +35,9 @@
 /* X(ENUM, name, enable tunable index) */
 #define NC_MPI_COLL_TABLE(X)                     \
     X(BCAST, "bcast", NC_P_BCAST_ENABLE)         \
-    X(BARRIER, "barrier", NC_P_BARRIER_ENABLE)
+    X(BARRIER, "barrier", NC_P_BARRIER_ENABLE)   \
+    X(REDUCE, "reduce", NC_P_REDUCE_ENABLE)      \
+    X(ALLREDUCE, "allreduce", NC_P_ALLREDUCE_ENABLE)
 
 enum {
 #define NC_MPI_COLL_ENUM_(e, name, param) NC_MPI_##e = NUMACOLL_MPI_##e,

@@ -285,6 +285,7 @@ int nc_mpi_error(MPI_Comm comm, int nc_err, const char *what)
 {
     int code = nc_err == NUMACOLL_ERR_TRUNCATE ? MPI_ERR_TRUNCATE
                : nc_err == NUMACOLL_ERR_INVAL  ? MPI_ERR_ARG
+               : nc_err == NUMACOLL_ERR_MISMATCH ? MPI_ERR_ARG
                : nc_err == NUMACOLL_ERR_ROOT   ? MPI_ERR_ROOT
                                                : MPI_ERR_OTHER;
     if (nc_err != NUMACOLL_ERR_TRUNCATE)

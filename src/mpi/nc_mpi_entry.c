@@ -28,7 +28,15 @@
     X(Bcast, nc_mpi_bcast,                                                                         \
       (void *buf, int count, nc_mpi_word_t datatype, int root, nc_mpi_word_t comm),                \
       (buf, count, datatype, root, comm))                                                          \
-    X(Barrier, nc_mpi_barrier, (nc_mpi_word_t comm), (comm))
+    X(Barrier, nc_mpi_barrier, (nc_mpi_word_t comm), (comm))                                       \
+    X(Reduce, nc_mpi_reduce,                                                                       \
+      (const void *sendbuf, void *recvbuf, int count, nc_mpi_word_t datatype, nc_mpi_word_t op,    \
+       int root, nc_mpi_word_t comm),                                                              \
+      (sendbuf, recvbuf, count, datatype, op, root, comm))                                         \
+    X(Allreduce, nc_mpi_allreduce,                                                                 \
+      (const void *sendbuf, void *recvbuf, int count, nc_mpi_word_t datatype, nc_mpi_word_t op,    \
+       nc_mpi_word_t comm),                                                                        \
+      (sendbuf, recvbuf, count, datatype, op, comm))
 
 #define NC_MPI_ENTRY_(Name, impl, params, args)                                                    \
     int PMPI_##Name params;                                                                        \

@@ -21,6 +21,10 @@ int nc_mpi_init_thread(int *argc, char ***argv, int required, int *provided);
 int nc_mpi_finalize(void);
 int nc_mpi_bcast(void *buf, int count, nc_mpi_word_t datatype, int root, nc_mpi_word_t comm);
 int nc_mpi_barrier(nc_mpi_word_t comm);
+int nc_mpi_reduce(const void *sendbuf, void *recvbuf, int count, nc_mpi_word_t datatype,
+                  nc_mpi_word_t op, int root, nc_mpi_word_t comm);
+int nc_mpi_allreduce(const void *sendbuf, void *recvbuf, int count, nc_mpi_word_t datatype,
+                     nc_mpi_word_t op, nc_mpi_word_t comm);
 
 /* numacoll's start-up after the MPI library's own initialisation (step list
  * in nc_mpi_init.c); runs once per process whichever binding calls it. */

@@ -9,9 +9,11 @@
  *              mpif.h, use mpi               use mpi_f08
  *   Open MPI   mpi_bcast_   -> PMPI_Bcast    mpi_bcast_f08_   -> ompi_bcast_f -> PMPI_Bcast
  *              mpi_barrier_ -> PMPI_Barrier  mpi_barrier_f08_ -> ompi_barrier_f -> PMPI_Barrier
+ *              mpi_(all)reduce_ -> PMPI_(All)reduce, mpi_(all)reduce_f08_ -> ompi_.._f -> PMPI
  *              mpi_init_, mpi_finalize_: PMPI_Init, PMPI_Finalize (same in mpi_f08)
  *   MPICH      mpi_bcast_   -> MPI_Bcast     mpi_bcast_f08ts_ -> (descriptor glue) MPI_Bcast
  *              mpi_barrier_ -> MPI_Barrier   mpi_barrier_f08_ -> PMPI_Barrier
+ *              mpi_(all)reduce_ -> MPI_(All)reduce, mpi_(all)reduce_f08ts_ -> MPI_(All)reduce
  *              mpi_init_, mpi_finalize_:     mpi_init_f08_, mpi_finalize_f08_:
  *                MPI_Init, MPI_Finalize        PMPI_Init, PMPI_Finalize
  *
@@ -47,9 +49,9 @@
  * Calls numacoll does not wrap need no row: MPI_Comm_free included, since a
  * communicator's numacoll state is an attribute whose delete callback runs
  * however the communicator is freed (nc_mpi_comm.c).
- * Reductions, when they come: a user op from Fortran's MPI_Op_create is a C
- * MPI_Op whose function has Fortran conventions; the reduction code applies
- * ops through the MPI library (PMPI_Reduce_local), never calls them itself.
+ * Reductions: a user op from Fortran's MPI_Op_create is a C MPI_Op whose
+ * function has Fortran conventions; the reduction code applies user ops
+ * through the MPI library (PMPI_Reduce_local), never calls them itself.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -85,12 +87,25 @@
        MPI_Fint *ierror),                                                                          \
       (buffer, count, datatype, root, comm, ierror),                                               \
       nc_mpi_bcast(NC_F_BUF(buffer), (int)*count, NC_F_TYPE(datatype), (int)*root,                 \
-                   NC_F_COMM(comm)))
+                   NC_F_COMM(comm)))                                                               \
+    X(reduce, REDUCE, CALL, ALL, NONE,                                                             \
+      (void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op,            \
+       MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierror),                                          \
+      (sendbuf, recvbuf, count, datatype, op, root, comm, ierror),                                 \
+      nc_mpi_reduce(NC_F_BUF_IN_PLACE(sendbuf), NC_F_BUF(recvbuf), (int)*count,                    \
+                    NC_F_TYPE(datatype), NC_F_OP(op), (int)*root, NC_F_COMM(comm)))                \
+    X(allreduce, ALLREDUCE, CALL, ALL, NONE,                                                       \
+      (void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op,            \
+       MPI_Fint *comm, MPI_Fint *ierror),                                                          \
+      (sendbuf, recvbuf, count, datatype, op, comm, ierror),                                       \
+      nc_mpi_allreduce(NC_F_BUF_IN_PLACE(sendbuf), NC_F_BUF(recvbuf), (int)*count,                 \
+                       NC_F_TYPE(datatype), NC_F_OP(op), NC_F_COMM(comm)))
 
 /* ---- step 2: conversions ------------------------------------------------------------ */
 
 #define NC_F_COMM(f) NC_MPI_WORD(PMPI_Comm_f2c(*(f)))
 #define NC_F_TYPE(f) NC_MPI_WORD(PMPI_Type_f2c(*(f)))
+#define NC_F_OP(f) NC_MPI_WORD(PMPI_Op_f2c(*(f)))
 
 #if defined(OPEN_MPI)
 /* Open MPI's Fortran MPI_BOTTOM and MPI_IN_PLACE are two common blocks that

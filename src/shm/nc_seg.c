@@ -17,9 +17,10 @@
 #include "shm/nc_shm.h"
 
 int nc_layout_compute(nc_layout_t *l, int p, size_t f, int s, int q, int kind, size_t page,
-                      size_t barrier_bytes)
+                      const nc_shm_need_t *needs, int nneeds)
 {
-    if (p < 1 || s < 1 || q < 1 || s % q || f < 1 || !page)
+    if (p < 1 || s < 1 || q < 1 || s % q || f < 1 || !page || nneeds < 0 ||
+        nneeds > NC_LAYOUT_AREAS || (nneeds && !needs))
         return NUMACOLL_ERR_INVAL;
     memset(l, 0, sizeof *l);
     l->page = page;
@@ -47,10 +48,22 @@ int nc_layout_compute(nc_layout_t *l, int p, size_t f, int s, int q, int kind, s
     l->buf_off = l->ctrl_bytes;
     l->buf_stride = nc_round_up(f, page);
     l->rank_bytes = l->ctrl_bytes + (size_t)s * l->buf_stride;
+    l->nareas = nneeds;
+    for (int m = 0; m < nneeds; m++) {
+        l->marea_off[m] = l->rank_bytes;
+        l->marea_bytes[m] = nc_round_up(needs[m].member, page);
+        l->rank_bytes += l->marea_bytes[m];
+    }
     l->bcast_bytes = l->rank_off + (size_t)p * l->rank_bytes;
     l->barrier_off = l->bcast_bytes;
-    l->barrier_bytes = nc_round_up(barrier_bytes, page);
-    l->total = l->barrier_off + l->barrier_bytes;
+    size_t off = l->barrier_off;
+    for (int m = 0; m < nneeds; m++) {
+        l->area_off[m] = off;
+        l->area_bytes[m] = nc_round_up(needs[m].shared, page);
+        off += l->area_bytes[m];
+    }
+    l->barrier_bytes = off - l->barrier_off;
+    l->total = off;
     return 0;
 }
 
@@ -99,8 +112,8 @@ int nc_seg_create(nc_seg_t *seg, const nc_layout_t *l, uint32_t seq0, char *why,
         rc = nc_shm_reserve(fd, 0, l->rank_off + l->rank_bytes,
                             "the segment's header, call ring and member 0's block", why, whylen);
     if (!rc)
-        rc = nc_shm_reserve(fd, l->barrier_off, l->barrier_bytes, "the barrier flags", why,
-                            whylen);
+        rc = nc_shm_reserve(fd, l->barrier_off, l->barrier_bytes,
+                            "the collectives' shared areas", why, whylen);
     if (!rc)
         rc = seg_map(seg);
     if (rc) {
@@ -225,13 +238,13 @@ int nc_seg_first_touch(nc_seg_t *seg, int rank, int node, char *why, size_t whyl
     for (size_t off = l->ctrl_bytes; off < l->rank_bytes; off += l->page)
         blk[off] = 0;
     if (rank == 0) {
-        memset(nc_seg_barrier(seg), 0, l->barrier_bytes);
+        memset((char *)seg->base + l->barrier_off, 0, l->barrier_bytes);
         /* Header, call ring and set pages were written by rank 0 at creation. */
     }
     nc_seg_pids(seg)[rank] = (int32_t)getpid();
     if (rank == 0) {
         keep_on_node(seg->base, l->rank_off, node);
-        keep_on_node(nc_seg_barrier(seg), l->barrier_bytes, node);
+        keep_on_node((char *)seg->base + l->barrier_off, l->barrier_bytes, node);
     }
     set_random(seg->base, seg->bytes, 0);
     return 0;
@@ -247,13 +260,24 @@ static void block_name(const nc_layout_t *l, size_t off, char *buf, size_t len)
         snprintf(buf, len, "set page %zu", (off - l->sets_off) / l->set_bytes);
     else if (off < l->bcast_bytes) {
         size_t r = (off - l->rank_off) / l->rank_bytes, in = (off - l->rank_off) % l->rank_bytes;
+        int m = l->nareas - 1;
+        while (m >= 0 && in < l->marea_off[m])
+            m--;
         if (in < l->ctrl_bytes)
             snprintf(buf, len, "member %zu control page %zu", r, in / l->page);
+        else if (m >= 0)
+            snprintf(buf, len, "member %zu collective area %d page %zu", r, m,
+                     (in - l->marea_off[m]) / l->page);
         else
             snprintf(buf, len, "member %zu buffer %zu page %zu", r,
                      (in - l->buf_off) / l->buf_stride, (in - l->buf_off) % l->buf_stride / l->page);
-    } else
-        snprintf(buf, len, "barrier page %zu", (off - l->barrier_off) / l->page);
+    } else {
+        int m = l->nareas - 1;
+        while (m > 0 && off < l->area_off[m])
+            m--;
+        snprintf(buf, len, "%s page %zu", m ? "collective area" : "barrier",
+                 (off - l->area_off[m]) / l->page);
+    }
 }
 
 static void check_range(const nc_seg_t *seg, size_t off, size_t bytes, int expect,

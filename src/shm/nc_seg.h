@@ -18,11 +18,21 @@
  *                          each, packed in pages)                 and resets / member i's node
  *                          then s fragment buffers of f bytes,    member i when it is the root
  *                          each rounded up to whole pages         (or a relay) / member i's node
- *   barrier_off            barrier flags (see coll/nc_barrier.c)  per algorithm
+ *                          then, for each collective m that declares
+ *                          one, its part of member i's block:     per collective / member i's node
+ *                          rank_off + i*rank_bytes + marea_off[m]
+ *   area_off[m]            the shared area collective m declares  per collective / rank 0's node
+ *                          (area 0: the barrier's flags, see coll/nc_barrier.c)
  *
- * Size: hdr + calls + q*page + p*(ctrl + s*roundup(f, page)) + barrier, where hdr is
- * one page for p <= 500, calls is NC_CALL_RING * 4 KiB + roundup(p * 64, page) and ctrl is s pages (paper) or roundup(s*64, page)
- * (compact). nc_layout_compute() is the only place that computes offsets.
+ * What a collective needs besides the broadcast's queue it declares in the
+ * table of coll/nc_coll.h (shared bytes, bytes per member); the layout lays
+ * out whatever the table declares and knows no collective but the queue.
+ *
+ * Size: hdr + calls + q*page + p*(ctrl + s*roundup(f, page) + sum of member areas)
+ * + sum of shared areas, where hdr is one page for p <= 500, calls is
+ * NC_CALL_RING * 4 KiB + roundup(p * 64, page) and ctrl is s pages (paper) or
+ * roundup(s*64, page) (compact); every area is rounded up to whole pages.
+ * nc_layout_compute() is the only place that computes offsets.
  */
 #ifndef NC_SEG_H
 #define NC_SEG_H
@@ -36,6 +46,15 @@
 #define NC_SEG_MAGIC UINT64_C(0x4c4c4f43414d554e) /* "NUMACOLL" */
 #define NC_SEG_VERSION 2u
 
+/* At most this many collectives declare areas (coll/nc_coll.h). */
+#define NC_LAYOUT_AREAS 4
+
+/* What one collective needs: bytes shared by the team (placed with member 0)
+ * and bytes in every member's block (placed on that member's node). */
+typedef struct nc_shm_need {
+    size_t shared, member;
+} nc_shm_need_t;
+
 typedef struct nc_layout {
     size_t page;
     int p, s, q, kind; /* kind: NC_LAYOUT_PAPER or NC_LAYOUT_COMPACT */
@@ -47,12 +66,16 @@ typedef struct nc_layout {
     size_t ctrl_stride, ctrl_bytes; /* within a member block */
     size_t buf_off, buf_stride;     /* within a member block */
     size_t bcast_bytes;             /* the paper's part: hdr + sets + members */
-    size_t barrier_off, barrier_bytes;
+    int nareas;                     /* collectives with declared areas */
+    size_t area_off[NC_LAYOUT_AREAS], area_bytes[NC_LAYOUT_AREAS];   /* shared */
+    size_t marea_off[NC_LAYOUT_AREAS], marea_bytes[NC_LAYOUT_AREAS]; /* within a member block */
+    size_t barrier_off, barrier_bytes; /* all shared areas (area 0, the barrier's, first) */
     size_t total;
 } nc_layout_t;
 
+/* needs[m] for m < nneeds (nneeds <= NC_LAYOUT_AREAS; NULL, 0: none). */
 int nc_layout_compute(nc_layout_t *l, int p, size_t f, int s, int q, int kind, size_t page,
-                      size_t barrier_bytes);
+                      const nc_shm_need_t *needs, int nneeds);
 
 typedef struct nc_seg_hdr {
     uint64_t magic;
@@ -163,7 +186,16 @@ static inline char *nc_seg_buf(const nc_seg_t *seg, int rank, int idx)
 }
 static inline char *nc_seg_barrier(const nc_seg_t *seg)
 {
-    return (char *)seg->base + seg->l.barrier_off;
+    return (char *)seg->base + seg->l.area_off[0];
+}
+/* Collective m's shared area, and its part of member `rank`'s block. */
+static inline char *nc_seg_area(const nc_seg_t *seg, int m)
+{
+    return (char *)seg->base + seg->l.area_off[m];
+}
+static inline char *nc_seg_member_area(const nc_seg_t *seg, int m, int rank)
+{
+    return nc_seg_rank_block(seg, rank) + seg->l.marea_off[m];
 }
 
 /* This member's block: a preferred-node policy for `node` (>= 0) so its

@@ -101,7 +101,7 @@ int nc_info_job(const nc_info_opts_t *o, int argc, char **argv)
             int p = all[0].tsize;
             const job_rec_t **mem = calloc((size_t)p, sizeof *mem);
             int *numa = calloc((size_t)p, sizeof *numa);
-            nc_info_block_t *rows = calloc((size_t)(2 * p + 3), sizeof *rows);
+            nc_info_block_t *rows = calloc(NC_INFO_LAYOUT_ROWS(p), sizeof *rows);
             int complete = mem && numa && rows;
             for (int i = 0; complete && i < size; i++)
                 if (!strcmp(all[i].host, all[0].host) && all[i].trank >= 0 && all[i].trank < p &&

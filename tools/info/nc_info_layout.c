@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "coll/nc_coll.h"
 #include "core/nc_team.h"
 #include "shm/nc_shm.h"
 #include "nc_info.h"
@@ -36,8 +37,17 @@ int nc_info_layout_rows(const nc_layout_t *l, const int *numa, nc_info_block_t *
         size_t base = l->rank_off + (size_t)i * l->rank_bytes;
         ROW(base, l->ctrl_bytes, i, "member %d: %d controls", i, l->s);
         ROW(base + l->buf_off, (size_t)l->s * l->buf_stride, i, "member %d: %d buffers", i, l->s);
+        for (int m = 0; m < l->nareas; m++)
+            if (l->marea_bytes[m]) {
+                ROW(base + l->marea_off[m], l->marea_bytes[m], i, "member %d: %s", i,
+                    nc_coll_decls[m].name);
+            }
     }
-    ROW(l->barrier_off, l->barrier_bytes, 0, "barrier flags");
+    for (int m = 0; m < l->nareas; m++)
+        if (l->area_bytes[m]) {
+            ROW(l->area_off[m], l->area_bytes[m], 0, "%s%s", nc_coll_decls[m].name,
+                m == NC_COLL_BARRIER ? " flags" : "");
+        }
 #undef ROW
     return n;
 }
@@ -49,13 +59,19 @@ void nc_info_print_layout(FILE *out, const nc_layout_t *l, const nc_config_t *cf
             note ? note : "");
     fprintf(out, "p=%d f=%zu s=%d q=%d tree=%s layout=%s page=%zu\n", l->p, l->f, l->s, l->q,
             cfg->v[NC_P_BCAST_TREE].text, cfg->v[NC_P_SEG_LAYOUT].text, l->page);
+    char coll[160] = "";
+    size_t n = 0;
+    for (int m = 0; m < l->nareas && n < sizeof coll; m++)
+        if (l->marea_bytes[m])
+            n += (size_t)snprintf(coll + n, sizeof coll - n, " + %s %zu", nc_coll_decls[m].name,
+                                  l->marea_bytes[m]);
     fprintf(out, "total %zu bytes = header %zu + call ring %zu + sets %d x %zu + %d members x %zu "
-                 "(controls %zu + %d x %zu buffer) + barrier %zu\n",
-            l->total, l->hdr_bytes, l->calls_bytes, l->q, l->set_bytes, l->p, l->rank_bytes, l->ctrl_bytes, l->s,
-            l->buf_stride, l->barrier_bytes);
+                 "(controls %zu + %d x %zu buffer%s) + barrier %zu\n",
+            l->total, l->hdr_bytes, l->calls_bytes, l->q, l->set_bytes, l->p, l->rank_bytes,
+            l->ctrl_bytes, l->s, l->buf_stride, coll, l->barrier_bytes);
     size_t fixed = l->total - (size_t)l->p * l->rank_bytes;
     fprintf(out, "footprint of one communicator = (header + call ring + sets + barrier) + p x "
-                 "(controls + s x roundup(f, page)) = %zu + %d x %zu\n",
+                 "(controls + s x roundup(f, page) + collectives' member areas) = %zu + %d x %zu\n",
             fixed, l->p, l->rank_bytes);
     fprintf(out, "  %10s %10s %6s  %-28s %5s %8s  %s\n", "offset", "bytes", "pages", "block",
             "owner", "intended", "move_pages");
@@ -143,13 +159,14 @@ int nc_info_layout_computed(FILE *out, const nc_info_machine_t *m, int p, size_t
     nc_layout_t l;
     nc_info_config(&cfg, p);
     int *numa = calloc((size_t)p, sizeof *numa);
-    nc_info_block_t *rows = calloc((size_t)(2 * p + 3), sizeof *rows);
+    nc_info_block_t *rows = calloc(NC_INFO_LAYOUT_ROWS(p), sizeof *rows);
     int rc = -1;
+    nc_shm_need_t needs[NC_COLL_COUNT];
+    nc_coll_shm_needs(p, &cfg, page, needs);
     if (numa && rows && nc_info_simulated_numa(m, p, numa, NULL) > 0 &&
         !nc_layout_compute(&l, p, (size_t)NC_CFG_NUM(&cfg, BCAST_FRAG_SIZE),
                            (int)NC_CFG_NUM(&cfg, BCAST_QUEUE_LEN), (int)NC_CFG_NUM(&cfg, BCAST_SETS),
-                           (int)NC_CFG_NUM(&cfg, SEG_LAYOUT), page,
-                           nc_barrier_shm_bytes(p, &cfg))) {
+                           (int)NC_CFG_NUM(&cfg, SEG_LAYOUT), page, needs, NC_COLL_COUNT)) {
         int n = nc_info_layout_rows(&l, numa, rows);
         nc_info_print_layout(out, &l, &cfg, rows, n,
                              "computed, members bound one per core in order; not measured");
@@ -271,7 +288,7 @@ int nc_info_layout_live(FILE *out, const nc_info_machine_t *m, int p)
             numa[i] = sh->m[i].numa;
     }
     fprintf(out, "\n");
-    nc_info_block_t *rows = calloc((size_t)(2 * p + 3), sizeof *rows);
+    nc_info_block_t *rows = calloc(NC_INFO_LAYOUT_ROWS(p), sizeof *rows);
     if (numa && rows) {
         int n = nc_info_layout_rows(&sh->l, numa, rows);
         snprintf(rows[0].actual, sizeof rows[0].actual, "%s", sh->m[0].hdr);

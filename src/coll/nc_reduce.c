@@ -1,0 +1,495 @@
+/*
+ * Reduce and Allreduce: every member's contribution goes once into its own
+ * NUMA-local slot; a small call is combined from the slots in one hand-off, a
+ * large one is reduce-scattered (member i reduces the i-th slice of every
+ * round, all members at once) and gathered.
+ *
+ * Shared memory (declared in coll/nc_coll.h: S = NUMACOLL_REDUCE_SLOTS,
+ * F = NUMACOLL_REDUCE_FRAG_SIZE; all of it in member i's block, on its node):
+ *
+ *   offset in member i's area        field                       written by / read by
+ *   0                                out: the last round i is    i / every member before it
+ *                                    done with (line 0)          reuses a slot (step 1)
+ *   64                               done: the last round whose  i / the readers (step 5)
+ *                                    slice i is reduced (line 1)
+ *   page + k*stride, k < S           slot k: {seq, code, elem,   i / every member
+ *                                    bytes, root} and the first
+ *                                    32 data bytes on line 0,
+ *                                    then F - 32 more data bytes
+ *
+ *   stride = roundup(32 + F, page); member area = page + S * stride.
+ *
+ * Rounds. Every call takes one or more rounds; the round counter
+ * (t->reduce_round) is the same on every member and round r uses slot r % S
+ * of every member. A call of n bytes is small when n <= min(REDUCE_SMALL_MAX,
+ * F) (one round, n = 0 included), large otherwise: rounds of C = whole
+ * elements of at most F bytes; round j carries bytes [j*C, j*C + C) of every
+ * contribution, cut into p slices of whole elements (ceil(m/p) rounded up to
+ * a cache line's worth of elements when an element divides 64 bytes).
+ * "Readers" are every member (allreduce) or the root (reduce).
+ *
+ * Every member, per round r:
+ *   1. wait until every member's out >= r - S (slot r % S was read by all
+ *      in its previous use); the lowest out read is cached, so outs are read
+ *      about once every S - 1 rounds;
+ *   2. write its slot: the header (code = type | op << 8 | user << 16, element
+ *      size, the call's bytes, root) and the round's bytes of its contribution
+ *      (large calls: not its own slice, which only it reads, from its buffer),
+ *      then seq = r (release).
+ * Small call:
+ *   3s. readers: wait until seq == r in every member's slot (acquire), check
+ *       the headers, combine the p slots into recvbuf (order below); others
+ *       read nothing;
+ *   6.  out = r (release).
+ * Large call:
+ *   3.  wait until seq == r in every member's slot (acquire); in the call's
+ *       first round check the headers (on a mismatch: 6, and every member
+ *       returns the error: every member reads every header there);
+ *   4.  reduce slice i of the round over the p contributions (its own from
+ *       its buffer, the others' from their slots) into slice i of its own
+ *       slot, then done = r (release);
+ *   5.  readers: for each member k, wait until done[k] >= r (acquire), copy
+ *       slice k from k's slot to recvbuf;
+ *   6.  out = r (release).
+ * Nothing is ever reset: seq, done and out only move forward, compared with
+ * wrap-safe differences. A member can be at most S - 1 rounds ahead of the
+ * slowest (step 1), so seq == r cannot be overtaken before every member's
+ * step 6 of round r, and done[k] >= r always refers to round r's slot use.
+ *
+ * Order (reproducible: the same bits whatever the timing; every reader of an
+ * allreduce gets the same bits). Element e of the result is
+ *   predefined ops: ((x0 op x1) op x2) ... op x(p-1)   (the kernels'
+ *                   "first" then "fold", coll/nc_reduce.h)
+ *   user ops:       x0 op (x1 op (... (x(p-2) op x(p-1))))  (fn(in, inout)
+ *                   is inout = in op inout: start from x(p-1), apply x(p-2),
+ *                   ..., x0), MPI's rank order for non-commutative ops.
+ * The slicing changes who computes an element, never its order.
+ *
+ * Mismatches (counts, types, ops, roots) are found in the call's first round
+ * by every member that reads the headers there: every member of a large call,
+ * the readers of a small one. Both paths take that round and post in it, so a
+ * member that would take the other path still meets the others there; after
+ * it every member leaves the call at the same round, and the team stays
+ * usable.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/nc_coll.h"
+#include "coll/nc_reduce.h"
+#include "core/nc_team.h"
+
+#define RED_HDR 32 /* bytes of a slot before its data */
+
+typedef struct red_slot {
+    _Atomic uint32_t seq; /* the round whose data is here, published last */
+    uint32_t code;        /* type | op << 8 | user << 16, published by seq */
+    uint32_t elem;        /* element size */
+    int32_t root;         /* -1: allreduce */
+    uint64_t bytes;       /* this member's bytes for the whole call */
+    uint64_t pad;
+} red_slot_t;
+NC_STATIC_ASSERT(sizeof(red_slot_t) == RED_HDR, "a slot header is 32 bytes");
+
+typedef struct red_ctl {
+    _Atomic uint32_t out;                        /* line 0 */
+    _Atomic uint32_t done NC_ALIGNED(NC_CACHELINE); /* line 1 */
+} red_ctl_t;
+NC_STATIC_ASSERT(sizeof(red_ctl_t) == 2 * NC_CACHELINE, "out and done on lines of their own");
+
+/* This member's view, resolved at team creation. */
+typedef struct red_state {
+    int S;
+    size_t F, stride, small_max;
+    uint32_t outs_low;  /* lowest out of the others, as last read (step 1) */
+    red_ctl_t **ctl;    /* ctl[k]: member k's control lines */
+    char **slots;       /* slots[k]: member k's slot 0 */
+    const char **src;   /* p source pointers, scratch for the folds */
+} red_state_t;
+
+/* What a call combines with: a predefined kernel or a user function. */
+typedef struct red_op {
+    const nc_red_kernel_t *k;
+    const numacoll_user_op_t *user;
+    size_t es;
+    uint32_t code;
+} red_op_t;
+
+static size_t slot_stride(size_t F, size_t page)
+{
+    return nc_round_up(RED_HDR + F, page);
+}
+
+nc_shm_need_t nc_reduce_shm_need(int p, const nc_config_t *cfg, size_t page)
+{
+    (void)p;
+    const size_t F = (size_t)NC_CFG_NUM(cfg, REDUCE_FRAG_SIZE);
+    const size_t S = (size_t)NC_CFG_NUM(cfg, REDUCE_SLOTS);
+    return (nc_shm_need_t){.shared = 0, .member = page + S * slot_stride(F, page)};
+}
+
+static inline red_slot_t *slot_of(const red_state_t *st, int k, uint32_t r)
+{
+    return (red_slot_t *)(st->slots[k] + (size_t)(r % (uint32_t)st->S) * st->stride);
+}
+static inline char *data_of(red_slot_t *sl)
+{
+    return (char *)sl + RED_HDR;
+}
+
+void nc_reduce_fini(struct numacoll_team *t)
+{
+    red_state_t *st = t->reduce_state;
+    if (!st)
+        return;
+    free(st->ctl);
+    free(st->slots);
+    free(st->src);
+    free(st);
+    t->reduce_state = NULL;
+}
+
+int nc_reduce_init(struct numacoll_team *t)
+{
+    const int p = t->p;
+    const size_t page = t->seg.l.page;
+    red_state_t *st = calloc(1, sizeof *st);
+    if (!st)
+        return NUMACOLL_ERR_NOMEM;
+    t->reduce_state = st;
+    st->S = (int)NC_CFG_NUM(&t->cfg, REDUCE_SLOTS);
+    st->F = (size_t)NC_CFG_NUM(&t->cfg, REDUCE_FRAG_SIZE);
+    st->stride = slot_stride(st->F, page);
+    st->small_max = (size_t)NC_CFG_NUM(&t->cfg, REDUCE_SMALL_MAX);
+    if (st->small_max > st->F)
+        st->small_max = st->F;
+    if (t->seg.l.marea_bytes[NC_COLL_REDUCE] != page + (size_t)st->S * st->stride)
+        return NUMACOLL_ERR_MISMATCH; /* laid out for another configuration */
+    st->ctl = calloc((size_t)p, sizeof *st->ctl);
+    st->slots = calloc((size_t)p, sizeof *st->slots);
+    st->src = calloc((size_t)p, sizeof *st->src);
+    if (!st->ctl || !st->slots || !st->src)
+        return NUMACOLL_ERR_NOMEM;
+    for (int k = 0; k < p; k++) {
+        char *a = nc_seg_member_area(&t->seg, NC_COLL_REDUCE, k);
+        st->ctl[k] = (red_ctl_t *)a;
+        st->slots[k] = a + page;
+    }
+    /* What this member owns, in its own block (nobody else writes there):
+     * "round seq0 - 1 is over". Exchange #2 of the team creation orders these
+     * stores before any other member's first reduction. */
+    const uint32_t before = t->reduce_round - 1u;
+    red_ctl_t *mine = st->ctl[t->rank];
+    atomic_store_explicit(&mine->out, before, memory_order_relaxed);
+    atomic_store_explicit(&mine->done, before, memory_order_relaxed);
+    for (int k = 0; k < st->S; k++)
+        atomic_store_explicit(&((red_slot_t *)(st->slots[t->rank] + (size_t)k * st->stride))->seq,
+                              before, memory_order_relaxed);
+    st->outs_low = before;
+    return 0;
+}
+
+/* ---- waiting ------------------------------------------------------------------------ */
+
+/* Step 1. */
+static int wait_slot_free(numacoll_team_t *t, red_state_t *st, uint32_t r)
+{
+    const uint32_t need = r - (uint32_t)st->S;
+    nc_backoff_t b;
+    int rc;
+    if ((int32_t)(st->outs_low - need) >= 0)
+        return 0;
+    nc_backoff_init(&b, &t->wait);
+    for (;;) {
+        uint32_t low = r - 1u;
+        for (int k = 0; k < t->p; k++) {
+            if (k == t->rank)
+                continue;
+            /* acquire: pairs with member k's release of out in step 6: its
+             * reads of our slot's previous use happen before we rewrite it. */
+            uint32_t o = atomic_load_explicit(&st->ctl[k]->out, memory_order_acquire);
+            if ((int32_t)(o - low) < 0)
+                low = o;
+        }
+        st->outs_low = low;
+        if ((int32_t)(low - need) >= 0)
+            return 0;
+        if ((rc = nc_backoff(&b)) < 0)
+            return rc;
+    }
+}
+
+/* Step 3: member k's slot of round r is written. */
+static int wait_posted(numacoll_team_t *t, red_slot_t *sl, uint32_t r)
+{
+    nc_backoff_t b;
+    int rc;
+    nc_backoff_init(&b, &t->wait);
+    /* acquire: pairs with the release of seq in step 2: the header and the
+     * data of the slot are visible. */
+    while (atomic_load_explicit(&sl->seq, memory_order_acquire) != r)
+        if ((rc = nc_backoff(&b)) < 0)
+            return rc;
+    return 0;
+}
+
+/* Step 5: member k's slice of round r is reduced. */
+static int wait_done(numacoll_team_t *t, red_ctl_t *c, uint32_t r)
+{
+    nc_backoff_t b;
+    int rc;
+    nc_backoff_init(&b, &t->wait);
+    /* acquire: pairs with the release of done in step 4: the reduced slice
+     * in the member's slot is visible. */
+    while ((int32_t)(atomic_load_explicit(&c->done, memory_order_acquire) - r) < 0)
+        if ((rc = nc_backoff(&b)) < 0)
+            return rc;
+    return 0;
+}
+
+/* ---- combining ---------------------------------------------------------------------- */
+
+/* dst[e] = src[0][e] op ... op src[p-1][e] for e < n, in the documented order;
+ * dst overlaps no source. */
+static void combine(const red_op_t *op, char *dst, const char *const *src, int p, size_t n)
+{
+    if (!n)
+        return;
+    if (p == 1) {
+        memcpy(dst, src[0], n * op->es);
+        return;
+    }
+    if (op->k) {
+        op->k->first(dst, src[0], src[1], n);
+        for (int k = 2; k < p; k++)
+            op->k->fold(dst, src[k], n);
+        return;
+    }
+    memcpy(dst, src[p - 1], n * op->es);
+    for (int k = p - 2; k >= 0; k--)
+        op->user->fn(src[k], dst, n, op->user->ctx);
+}
+
+/* Step 3's check of the headers (every member's slot of round r). */
+static int check_headers(numacoll_team_t *t, red_state_t *st, uint32_t r, uint64_t bytes,
+                         uint32_t code, int root)
+{
+    for (int k = 0; k < t->p; k++) {
+        const red_slot_t *sl = slot_of(st, k, r);
+        if (sl->bytes == bytes && sl->code == code && sl->root == root)
+            continue;
+        int rc = sl->root != root      ? NUMACOLL_ERR_ROOT
+                 : sl->code != code    ? NUMACOLL_ERR_MISMATCH
+                                       : NUMACOLL_ERR_TRUNCATE;
+        nc_log_error("%s: member %d passed %llu bytes of %s/%s%s, member %d passed %llu bytes of "
+                     "%s/%s%s",
+                     root < 0 ? "allreduce" : "reduce", t->rank, (unsigned long long)bytes,
+                     nc_red_type_name((int)(code & 0xff)), nc_red_op_name((int)(code >> 8 & 0xff)),
+                     root < 0 ? "" : " (root given)", k, (unsigned long long)sl->bytes,
+                     nc_red_type_name((int)(sl->code & 0xff)),
+                     nc_red_op_name((int)(sl->code >> 8 & 0xff)), root < 0 ? "" : " (root given)");
+        return rc;
+    }
+    return 0;
+}
+
+/* Step 2 (write my slot) then, for the first round, nothing more here. */
+static void post(red_state_t *st, red_slot_t *sl, uint32_t r, const red_op_t *op, uint64_t bytes,
+                 int root, const char *in, size_t len, size_t skip_lo, size_t skip_hi)
+{
+    sl->code = op->code;
+    sl->elem = (uint32_t)op->es;
+    sl->root = root;
+    sl->bytes = bytes;
+    char *d = data_of(sl);
+    (void)st;
+    /* [skip_lo, skip_hi) is my own slice: only I read it, from my buffer. */
+    if (skip_lo)
+        memcpy(d, in, skip_lo);
+    if (skip_hi < len)
+        memcpy(d + skip_hi, in + skip_hi, len - skip_hi);
+    /* release: header and data before seq; pairs with the acquire in
+     * wait_posted() (step 3). */
+    atomic_store_explicit(&sl->seq, r, memory_order_release);
+}
+
+/* Step 6. */
+static inline void finish_round(red_state_t *st, int me, uint32_t r)
+{
+    /* release: my reads of every slot of round r (steps 3-5) happen before
+     * their owners reuse them; pairs with the acquire in wait_slot_free(). */
+    atomic_store_explicit(&st->ctl[me]->out, r, memory_order_release);
+}
+
+/* Slice k of m elements of es bytes: [*lo, *hi) in elements. */
+static void slice_of(size_t m, size_t es, int p, int k, size_t *lo, size_t *hi)
+{
+    size_t per = (m + (size_t)p - 1) / (size_t)p;
+    if (es <= NC_CACHELINE && NC_CACHELINE % es == 0) {
+        size_t al = NC_CACHELINE / es;
+        per = (per + al - 1) / al * al;
+    }
+    *lo = (size_t)k * per < m ? (size_t)k * per : m;
+    *hi = *lo + per < m ? *lo + per : m;
+}
+
+static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
+                    const red_op_t *op, int root)
+{
+    red_state_t *st = t->reduce_state;
+    const int p = t->p, me = t->rank;
+    const int reader = root < 0 || root == me;
+    const size_t es = op->es, bytes = count * es;
+    int rc = 0, rc2;
+    if (st->F < es)
+        return NUMACOLL_ERR_NOTSUP; /* an element larger than a slot: same on every member */
+    const int small = bytes <= st->small_max;
+    const size_t chunk = st->F / es * es;
+    size_t off = 0;
+    int first = 1;
+    do {
+        const uint32_t r = t->reduce_round++;
+        const size_t len = small ? bytes : (bytes - off < chunk ? bytes - off : chunk);
+        const size_t m = len / es;
+        size_t lo = 0, hi = 0;
+        if (!small)
+            slice_of(m, es, p, me, &lo, &hi);
+        red_slot_t *mine = slot_of(st, me, r);
+        /* 1., 2. */
+        if ((rc2 = wait_slot_free(t, st, r)))
+            return nc_team_fail(t, rc2);
+        post(st, mine, r, op, bytes, root, in + off, len, lo * es, hi * es);
+        if (small && !reader) {
+            finish_round(st, me, r); /* 6. */
+            break;
+        }
+        /* 3. */
+        for (int k = 0; k < p; k++)
+            if (k != me && (rc2 = wait_posted(t, slot_of(st, k, r), r)))
+                return nc_team_fail(t, rc2);
+        if (first && (rc = check_headers(t, st, r, bytes, op->code, root))) {
+            finish_round(st, me, r); /* 6. */
+            break;
+        }
+        first = 0;
+        if (small) {
+            /* 3s. */
+            for (int k = 0; k < p; k++)
+                st->src[k] = data_of(slot_of(st, k, r));
+            combine(op, out, st->src, p, m);
+            finish_round(st, me, r); /* 6. */
+            break;
+        }
+        /* 4. */
+        if (lo < hi) {
+            for (int k = 0; k < p; k++)
+                st->src[k] = k == me ? in + off + lo * es : data_of(slot_of(st, k, r)) + lo * es;
+            combine(op, data_of(mine) + lo * es, st->src, p, hi - lo);
+        }
+        /* release: my reduced slice before done; pairs with the acquire in
+         * wait_done() (step 5). */
+        atomic_store_explicit(&st->ctl[me]->done, r, memory_order_release);
+        /* 5. */
+        if (reader)
+            for (int k = 0; k < p; k++) {
+                size_t klo, khi;
+                slice_of(m, es, p, k, &klo, &khi);
+                if (klo == khi)
+                    continue;
+                if (k != me && (rc2 = wait_done(t, st->ctl[k], r)))
+                    return nc_team_fail(t, rc2);
+                memcpy(out + off + klo * es, data_of(slot_of(st, k, r)) + klo * es,
+                       (khi - klo) * es);
+            }
+        finish_round(st, me, r); /* 6. */
+        off += len;
+    } while (off < bytes);
+    return rc;
+}
+
+/* ---- entry points -------------------------------------------------------------------- */
+
+static int reduce_any(numacoll_team_t *t, const void *sendbuf, void *recvbuf, size_t count,
+                      const red_op_t *op, int root)
+{
+    if (!t || (root >= 0 && root >= t->p))
+        return NUMACOLL_ERR_INVAL;
+    const int reader = root < 0 || root == t->rank;
+    const char *in = sendbuf == NULL || sendbuf == NUMACOLL_IN_PLACE ? recvbuf : sendbuf;
+    if (count && (!in || (reader && !recvbuf)))
+        return NUMACOLL_ERR_INVAL;
+    if (count > SIZE_MAX / op->es)
+        return NUMACOLL_ERR_INVAL;
+    if (t->broken)
+        return NUMACOLL_ERR_BROKEN;
+    if (t->p == 1) {
+        if (count && in != recvbuf)
+            memmove(recvbuf, in, count * op->es);
+        return 0;
+    }
+    /* Broadcasts this member deferred first (see numacoll_barrier()). */
+    int frc = t->ring_pending ? nc_bcast_flush(t) : 0;
+    if (frc && frc != NUMACOLL_ERR_TRUNCATE)
+        return frc;
+    int rc = red_call(t, in, recvbuf, count, op, root);
+    return rc ? rc : frc;
+}
+
+static int predefined(red_op_t *op, numacoll_type_t type, numacoll_op_t o)
+{
+    op->k = nc_red_kernel(o, type);
+    op->user = NULL;
+    if (!op->k)
+        return NUMACOLL_ERR_INVAL;
+    op->es = numacoll_type_size(type);
+    op->code = (uint32_t)type | (uint32_t)o << 8;
+    return 0;
+}
+
+static int user(red_op_t *op, const numacoll_user_op_t *u)
+{
+    if (!u || !u->fn || !u->elem_size || u->elem_size > UINT32_MAX)
+        return NUMACOLL_ERR_INVAL;
+    op->k = NULL;
+    op->user = u;
+    op->es = u->elem_size;
+    op->code = 1u << 16;
+    return 0;
+}
+
+NUMACOLL_API int numacoll_reduce(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
+                                 size_t count, numacoll_type_t type, numacoll_op_t o, int root)
+{
+    red_op_t op;
+    if (root < 0 || predefined(&op, type, o))
+        return NUMACOLL_ERR_INVAL;
+    return reduce_any(t, sendbuf, recvbuf, count, &op, root);
+}
+
+NUMACOLL_API int numacoll_allreduce(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
+                                    size_t count, numacoll_type_t type, numacoll_op_t o)
+{
+    red_op_t op;
+    if (predefined(&op, type, o))
+        return NUMACOLL_ERR_INVAL;
+    return reduce_any(t, sendbuf, recvbuf, count, &op, -1);
+}
+
+NUMACOLL_API int numacoll_reduce_user(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
+                                      size_t count, const numacoll_user_op_t *u, int root)
+{
+    red_op_t op;
+    if (root < 0 || user(&op, u))
+        return NUMACOLL_ERR_INVAL;
+    return reduce_any(t, sendbuf, recvbuf, count, &op, root);
+}
+
+NUMACOLL_API int numacoll_allreduce_user(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
+                                         size_t count, const numacoll_user_op_t *u)
+{
+    red_op_t op;
+    if (user(&op, u))
+        return NUMACOLL_ERR_INVAL;
+    return reduce_any(t, sendbuf, recvbuf, count, &op, -1);
+}

@@ -1,0 +1,420 @@
+/*
+ * MPI_Reduce and MPI_Allreduce (nc_mpi_reduce, nc_mpi_allreduce, behind the C
+ * and Fortran entry points): numacoll's shared-memory reductions inside each
+ * node (coll/nc_reduce.c), the MPI library between node leaders.
+ *
+ *   1. qualify the call, on arguments MPI requires to be the same on every
+ *      rank (op, datatype, count, root, the communicator), so every rank
+ *      decides the same: a predefined op on a datatype all of whose elements
+ *      are one predefined type the op is defined for (named, or derived from
+ *      one: contiguous, vector, indexed, struct of one type, ...), or a user
+ *      op (MPI_Op_create) on a datatype without holes, applied through the
+ *      MPI library (PMPI_Reduce_local, so Fortran user functions work) and,
+ *      across nodes, commutative only (the library's order between nodes is
+ *      not rank order). Anything else goes to the MPI library, counted in
+ *      NUMACOLL_STATS;
+ *   2. the input as elements: the user's buffer when it is contiguous, else
+ *      packed into scratch memory (MPI_Pack; the result is unpacked in 6);
+ *   3. inside the node: numacoll_allreduce / numacoll_reduce (one node), or
+ *      numacoll_reduce to the node's leader (several nodes);
+ *   4. several nodes, leaders only: PMPI_Allreduce / PMPI_Reduce of the
+ *      nodes' partial results on the leaders' communicator (root: the leader
+ *      of the root's node);
+ *   5. several nodes: allreduce: numacoll_bcast of the result from the leader
+ *      to its node; reduce: when the root is not its node's leader, the
+ *      leader sends the result to the root on the node's communicator;
+ *   6. unpack into the user's buffer when it is not contiguous.
+ * Order: one node: numacoll's documented order (include/numacoll.h); several
+ * nodes: that order inside each node, the MPI library's between nodes.
+ * A count, type or op mismatch inside a node is MPI_ERR_TRUNCATE / MPI_ERR_ARG
+ * through the communicator's error handler, never a hang; between nodes it is
+ * the MPI library's business, as without numacoll.
+ */
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/nc_common.h"
+#include "nc_mpi.h"
+#include "nc_mpi_dtype.h"
+
+/* ---- 1. qualification ----------------------------------------------------------------- */
+
+enum { K_SINT, K_UINT, K_FLOAT, K_COMPLEX, K_BOOL, K_BYTE, K_PAIR };
+
+typedef struct named {
+    MPI_Datatype dt;
+    int kind;
+    numacoll_type_t pair; /* K_PAIR */
+} named_t;
+
+/* The predefined datatypes numacoll reduces; the numacoll type follows from
+ * the kind and the size the MPI library gives (MPI_LONG, MPI_INTEGER, ...). */
+static const named_t *named_types(size_t *n)
+{
+    static const named_t t[] = {
+        {MPI_SIGNED_CHAR, K_SINT, 0},      {MPI_SHORT, K_SINT, 0},
+        {MPI_INT, K_SINT, 0},              {MPI_LONG, K_SINT, 0},
+        {MPI_LONG_LONG_INT, K_SINT, 0},    {MPI_LONG_LONG, K_SINT, 0},
+        {MPI_INT8_T, K_SINT, 0},           {MPI_INT16_T, K_SINT, 0},
+        {MPI_INT32_T, K_SINT, 0},          {MPI_INT64_T, K_SINT, 0},
+        {MPI_AINT, K_SINT, 0},             {MPI_OFFSET, K_SINT, 0},
+        {MPI_COUNT, K_SINT, 0},            {MPI_INTEGER, K_SINT, 0},
+        {MPI_INTEGER1, K_SINT, 0},         {MPI_INTEGER2, K_SINT, 0},
+        {MPI_INTEGER4, K_SINT, 0},         {MPI_INTEGER8, K_SINT, 0},
+        {MPI_UNSIGNED_CHAR, K_UINT, 0},    {MPI_UNSIGNED_SHORT, K_UINT, 0},
+        {MPI_UNSIGNED, K_UINT, 0},         {MPI_UNSIGNED_LONG, K_UINT, 0},
+        {MPI_UNSIGNED_LONG_LONG, K_UINT, 0}, {MPI_UINT8_T, K_UINT, 0},
+        {MPI_UINT16_T, K_UINT, 0},         {MPI_UINT32_T, K_UINT, 0},
+        {MPI_UINT64_T, K_UINT, 0},         {MPI_BYTE, K_BYTE, 0},
+        {MPI_FLOAT, K_FLOAT, 0},           {MPI_DOUBLE, K_FLOAT, 0},
+        {MPI_LONG_DOUBLE, K_FLOAT, 0},     {MPI_REAL, K_FLOAT, 0},
+        {MPI_DOUBLE_PRECISION, K_FLOAT, 0}, {MPI_REAL4, K_FLOAT, 0},
+        {MPI_REAL8, K_FLOAT, 0},           {MPI_C_FLOAT_COMPLEX, K_COMPLEX, 0},
+        {MPI_C_COMPLEX, K_COMPLEX, 0},     {MPI_C_DOUBLE_COMPLEX, K_COMPLEX, 0},
+        {MPI_C_LONG_DOUBLE_COMPLEX, K_COMPLEX, 0}, {MPI_COMPLEX, K_COMPLEX, 0},
+        {MPI_DOUBLE_COMPLEX, K_COMPLEX, 0}, {MPI_C_BOOL, K_BOOL, 0},
+        {MPI_2INT, K_PAIR, NUMACOLL_2INT}, {MPI_FLOAT_INT, K_PAIR, NUMACOLL_FLOAT_INT},
+        {MPI_DOUBLE_INT, K_PAIR, NUMACOLL_DOUBLE_INT}, {MPI_LONG_INT, K_PAIR, NUMACOLL_LONG_INT},
+        {MPI_SHORT_INT, K_PAIR, NUMACOLL_SHORT_INT},
+        {MPI_LONG_DOUBLE_INT, K_PAIR, NUMACOLL_LONG_DOUBLE_INT},
+    };
+    *n = sizeof t / sizeof *t;
+    return t;
+}
+
+/* The numacoll type of a predefined datatype, -1 when numacoll has none. */
+static int nc_type_of(MPI_Datatype dt, int *byte)
+{
+    size_t n;
+    const named_t *t = named_types(&n);
+    *byte = 0;
+    if (dt == MPI_DATATYPE_NULL)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (t[i].dt != dt)
+            continue;
+        int size = 0;
+        PMPI_Type_size(dt, &size);
+        switch (t[i].kind) {
+        case K_BYTE:
+            *byte = 1;
+            return NUMACOLL_UINT8;
+        case K_SINT:
+        case K_UINT: {
+            const int u = t[i].kind == K_UINT;
+            return size == 1   ? (u ? NUMACOLL_UINT8 : NUMACOLL_INT8)
+                   : size == 2 ? (u ? NUMACOLL_UINT16 : NUMACOLL_INT16)
+                   : size == 4 ? (u ? NUMACOLL_UINT32 : NUMACOLL_INT32)
+                   : size == 8 ? (u ? NUMACOLL_UINT64 : NUMACOLL_INT64)
+                               : -1;
+        }
+        case K_FLOAT:
+            return size == (int)sizeof(float)         ? NUMACOLL_FLOAT
+                   : size == (int)sizeof(double)      ? NUMACOLL_DOUBLE
+                   : dt == MPI_LONG_DOUBLE            ? NUMACOLL_LONG_DOUBLE
+                                                      : -1;
+        case K_COMPLEX:
+            return size == (int)sizeof(float _Complex)    ? NUMACOLL_FLOAT_COMPLEX
+                   : size == (int)sizeof(double _Complex) ? NUMACOLL_DOUBLE_COMPLEX
+                   : dt == MPI_C_LONG_DOUBLE_COMPLEX      ? NUMACOLL_LONG_DOUBLE_COMPLEX
+                                                          : -1;
+        case K_BOOL:
+            return size == (int)sizeof(_Bool) ? NUMACOLL_BOOL : -1;
+        case K_PAIR:
+            return (size_t)size == numacoll_type_size(t[i].pair) ? (int)t[i].pair : -1;
+        }
+    }
+    return -1;
+}
+
+/* The one predefined datatype every element of dt is made of, or
+ * MPI_DATATYPE_NULL (several, or a constructor numacoll does not follow). */
+static MPI_Datatype base_of(MPI_Datatype dt, int depth)
+{
+    int ni, na, nd, comb;
+    if (PMPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) != MPI_SUCCESS)
+        return MPI_DATATYPE_NULL;
+    if (comb == MPI_COMBINER_NAMED)
+        return dt;
+    if (depth > 16 || nd < 1)
+        return MPI_DATATYPE_NULL;
+    int *ints = malloc(((size_t)ni + 1) * sizeof *ints);
+    MPI_Aint *addrs = malloc(((size_t)na + 1) * sizeof *addrs);
+    MPI_Datatype *types = malloc((size_t)nd * sizeof *types);
+    MPI_Datatype base = MPI_DATATYPE_NULL;
+    if (ints && addrs && types &&
+        PMPI_Type_get_contents(dt, ni, na, nd, ints, addrs, types) == MPI_SUCCESS) {
+        for (int i = 0; i < nd; i++) {
+            MPI_Datatype b = base_of(types[i], depth + 1);
+            if (i == 0)
+                base = b;
+            else if (b != base)
+                base = MPI_DATATYPE_NULL;
+        }
+        /* Types get_contents returns that are not predefined are the caller's. */
+        for (int i = 0; i < nd; i++) {
+            int ci, ca, cd, cc;
+            PMPI_Type_get_envelope(types[i], &ci, &ca, &cd, &cc);
+            if (cc != MPI_COMBINER_NAMED)
+                PMPI_Type_free(&types[i]);
+        }
+    }
+    free(ints);
+    free(addrs);
+    free(types);
+    return base;
+}
+
+typedef struct qual {
+    numacoll_op_t op;          /* predefined: numacoll's op */
+    numacoll_type_t type;      /* predefined: numacoll's element type */
+    MPI_Datatype base;         /* predefined: the MPI type of an element; user: dt */
+    size_t n;                  /* elements */
+    size_t es;                 /* bytes of one element */
+    int user;                  /* user op through PMPI_Reduce_local */
+    MPI_Op mop;
+} qual_t;
+
+static int op_of(MPI_Op op)
+{
+    static const struct {
+        MPI_Op mpi;
+        numacoll_op_t nc;
+    } ops[] = {{MPI_SUM, NUMACOLL_SUM},       {MPI_PROD, NUMACOLL_PROD},
+               {MPI_MIN, NUMACOLL_MIN},       {MPI_MAX, NUMACOLL_MAX},
+               {MPI_LAND, NUMACOLL_LAND},     {MPI_LOR, NUMACOLL_LOR},
+               {MPI_LXOR, NUMACOLL_LXOR},     {MPI_BAND, NUMACOLL_BAND},
+               {MPI_BOR, NUMACOLL_BOR},       {MPI_BXOR, NUMACOLL_BXOR},
+               {MPI_MINLOC, NUMACOLL_MINLOC}, {MPI_MAXLOC, NUMACOLL_MAXLOC}};
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+        if (ops[i].mpi == op)
+            return (int)ops[i].nc;
+    return -1;
+}
+
+static int predefined_op(MPI_Op op)
+{
+    static const MPI_Op others[] = {MPI_REPLACE, MPI_NO_OP};
+    if (op == MPI_OP_NULL || op_of(op) >= 0)
+        return 1;
+    for (size_t i = 0; i < sizeof others / sizeof *others; i++)
+        if (others[i] == op)
+            return 1;
+    return 0;
+}
+
+/* 1 when numacoll takes the call (q filled), 0 when it goes to PMPI. */
+static int qualify(const nc_mpi_comm_t *c, int count, MPI_Datatype dt, MPI_Op op, qual_t *q)
+{
+    int size = 0;
+    memset(q, 0, sizeof *q);
+    if (count < 0 || dt == MPI_DATATYPE_NULL || op == MPI_OP_NULL)
+        return 0; /* the MPI library reports it */
+    PMPI_Type_size(dt, &size);
+    q->mop = op;
+    int o = op_of(op);
+    if (o >= 0) {
+        MPI_Datatype base = base_of(dt, 0);
+        int byte, bsize = 0, t = nc_type_of(base, &byte);
+        if (t < 0)
+            return 0;
+        PMPI_Type_size(base, &bsize);
+        if (!bsize || size % bsize || !numacoll_op_valid((numacoll_op_t)o, (numacoll_type_t)t))
+            return 0;
+        if (byte && o != NUMACOLL_BAND && o != NUMACOLL_BOR && o != NUMACOLL_BXOR)
+            return 0; /* MPI defines only the bitwise ops on MPI_BYTE */
+        q->op = (numacoll_op_t)o;
+        q->type = (numacoll_type_t)t;
+        q->base = base;
+        q->es = (size_t)bsize;
+        q->n = (size_t)count * (size_t)(size / bsize);
+    } else {
+        if (predefined_op(op))
+            return 0; /* MPI_REPLACE, MPI_NO_OP: not reductions of a collective */
+        int commute = 0;
+        MPI_Aint lb, extent, tlb, textent;
+        PMPI_Op_commutative(op, &commute);
+        PMPI_Type_get_extent(dt, &lb, &extent);
+        PMPI_Type_get_true_extent(dt, &tlb, &textent);
+        if (!size || (MPI_Aint)size != extent || extent != textent || tlb || lb)
+            return 0; /* elements with holes: the user function needs the layout */
+        if (c->nnodes > 1 && !commute)
+            return 0;
+        q->user = 1;
+        q->base = dt;
+        q->es = (size_t)size;
+        q->n = (size_t)count;
+    }
+    /* The leaders' PMPI call and MPI_Pack count in int. */
+    if (q->n > INT_MAX || q->n * q->es > INT_MAX)
+        return 0;
+    return 1;
+}
+
+/* A user op applied through the MPI library: inout = in op inout. */
+typedef struct user_ctx {
+    MPI_Datatype dt;
+    MPI_Op op;
+} user_ctx_t;
+
+static void user_fn(const void *in, void *inout, size_t count, void *ctx)
+{
+    const user_ctx_t *u = ctx;
+    PMPI_Reduce_local(in, inout, (int)count, u->dt, u->op); /* count <= INT_MAX: qualify() */
+}
+
+/* ---- 3. inside the node --------------------------------------------------------------- */
+
+static int node_reduce(nc_mpi_comm_t *c, const qual_t *q, const void *in, void *out, int lroot)
+{
+    if (!c->team) {
+        if (out && in != out && q->n)
+            memcpy(out, in, q->n * q->es);
+        return 0;
+    }
+    if (q->user) {
+        user_ctx_t u = {q->base, q->mop};
+        numacoll_user_op_t uo = {user_fn, &u, q->es, 1};
+        return lroot < 0 ? numacoll_allreduce_user(c->team, in, out, q->n, &uo)
+                         : numacoll_reduce_user(c->team, in, out, q->n, &uo, lroot);
+    }
+    return lroot < 0 ? numacoll_allreduce(c->team, in, out, q->n, q->type, q->op)
+                     : numacoll_reduce(c->team, in, out, q->n, q->type, q->op, lroot);
+}
+
+/* ---- the call ----------------------------------------------------------------------- */
+
+/* Contiguous bytes of (buf, count, dt): the buffer itself, or packed scratch
+ * (*scratch set; filled when fill). NULL on out of memory. */
+static char *as_bytes(void *buf, int count, MPI_Datatype dt, size_t bytes, MPI_Comm comm,
+                      int fill, char **scratch)
+{
+    char *start;
+    if (nc_dtype_contiguous(buf, count, dt, &start))
+        return start;
+    *scratch = malloc(bytes ? bytes : 1);
+    if (*scratch && fill && bytes) {
+        int pos = 0;
+        PMPI_Pack(buf, count, dt, *scratch, (int)bytes, &pos, comm);
+    }
+    return *scratch;
+}
+
+static int reduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt,
+                       MPI_Op op, int root, MPI_Comm comm, int coll)
+{
+    const int all = coll == NC_MPI_ALLREDUCE;
+    const char *name = all ? "MPI_Allreduce" : "MPI_Reduce";
+    nc_mpi_comm_t *c = nc_mpi_comm_get(comm, coll);
+    qual_t q;
+    int tsize = 0;
+    if (count > 0 && dt != MPI_DATATYPE_NULL)
+        PMPI_Type_size(dt, &tsize);
+    const size_t ubytes = (size_t)(count > 0 ? count : 0) * (size_t)tsize;
+    if (c && !all && (root < 0 || root >= c->size)) {
+        PMPI_Comm_call_errhandler(comm, MPI_ERR_ROOT);
+        return MPI_ERR_ROOT;
+    }
+    if (!c || !qualify(c, count, dt, op, &q)) {
+        nc_mpi_count(coll, 0, ubytes);
+        return all ? PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm)
+                   : PMPI_Reduce(sendbuf, recvbuf, count, dt, op, root, comm);
+    }
+    nc_mpi_count(coll, 1, ubytes);
+    const size_t bytes = q.n * q.es;
+    const int me = c->rank, reader = all || me == root;
+    const int in_place = sendbuf == MPI_IN_PLACE;
+    if (in_place && !reader) {
+        PMPI_Comm_call_errhandler(comm, MPI_ERR_BUFFER); /* MPI_IN_PLACE only at the root */
+        return MPI_ERR_BUFFER;
+    }
+    MPI_Datatype sshift = MPI_DATATYPE_NULL, rshift = MPI_DATATYPE_NULL, sdt = dt, rdt = dt;
+    void *sbuf = (void *)sendbuf, *rbuf = recvbuf;
+    if (sbuf == MPI_BOTTOM && bytes && !in_place)
+        nc_dtype_unbottom(&sbuf, &sdt, &sshift);
+    if (rbuf == MPI_BOTTOM && bytes && reader)
+        nc_dtype_unbottom(&rbuf, &rdt, &rshift);
+
+    /* 2. */
+    char *sscratch = NULL, *rscratch = NULL, *in = NULL, *out = NULL;
+    int rc = 0;
+    if (reader) {
+        out = as_bytes(rbuf, count, rdt, bytes, comm, in_place, &rscratch);
+        in = in_place ? out : as_bytes(sbuf, count, sdt, bytes, comm, 1, &sscratch);
+    } else {
+        in = as_bytes(sbuf, count, sdt, bytes, comm, 1, &sscratch);
+    }
+    const int my_node = c->node_of[me];
+    const int leader = c->leaders != MPI_COMM_NULL;
+    /* A leader of several nodes needs a result buffer even when it is not
+     * the root. */
+    char *lscratch = NULL;
+    if (c->nnodes > 1 && leader && !out)
+        out = lscratch = malloc(bytes ? bytes : 1);
+    if ((reader && !out) || !in || (c->nnodes > 1 && leader && !out)) {
+        /* Out of memory: MPI's own failure mode here is to abort. */
+        nc_log_error("%s: out of memory for %zu bytes of scratch", name, bytes);
+        PMPI_Abort(comm, MPI_ERR_NO_MEM);
+    }
+    if (c->nnodes == 1) {
+        /* 3. */
+        rc = node_reduce(c, &q, in == out ? NUMACOLL_IN_PLACE : in, out,
+                         all ? -1 : c->lrank_of[root]);
+    } else {
+        /* 3. to the leader (local rank 0) */
+        char *nout = leader ? out : NULL;
+        rc = node_reduce(c, &q, in == nout ? NUMACOLL_IN_PLACE : in, nout, 0);
+        /* 4. */
+        if (leader) {
+            const int root_node = all ? 0 : c->node_of[root];
+            if (all)
+                PMPI_Allreduce(MPI_IN_PLACE, out, (int)q.n, q.base, q.mop, c->leaders);
+            else if (my_node == root_node)
+                PMPI_Reduce(MPI_IN_PLACE, out, (int)q.n, q.base, q.mop, root_node, c->leaders);
+            else
+                PMPI_Reduce(out, NULL, (int)q.n, q.base, q.mop, root_node, c->leaders);
+        }
+        /* 5. */
+        if (all && c->team) {
+            int brc = numacoll_bcast(c->team, out, bytes, 0);
+            if (!rc)
+                rc = brc;
+        } else if (!all && my_node == c->node_of[root] && c->lrank_of[root] != 0) {
+            if (leader)
+                PMPI_Send(out, (int)bytes, MPI_BYTE, c->lrank_of[root], 0, c->node);
+            else if (me == root)
+                PMPI_Recv(out, (int)bytes, MPI_BYTE, 0, 0, c->node, MPI_STATUS_IGNORE);
+        }
+    }
+    /* 6. */
+    if (reader && rscratch && bytes) {
+        int pos = 0;
+        PMPI_Unpack(rscratch, (int)bytes, &pos, rbuf, count, rdt, comm);
+    }
+    free(sscratch);
+    free(rscratch);
+    free(lscratch);
+    if (sshift != MPI_DATATYPE_NULL)
+        PMPI_Type_free(&sshift);
+    if (rshift != MPI_DATATYPE_NULL)
+        PMPI_Type_free(&rshift);
+    return rc ? nc_mpi_error(comm, rc, name) : MPI_SUCCESS;
+}
+
+int nc_mpi_reduce(const void *sendbuf, void *recvbuf, int count, nc_mpi_word_t datatype,
+                  nc_mpi_word_t op, int root, nc_mpi_word_t comm)
+{
+    return reduce_call(sendbuf, recvbuf, count, NC_MPI_HANDLE(MPI_Datatype, datatype),
+                       NC_MPI_HANDLE(MPI_Op, op), root, NC_MPI_HANDLE(MPI_Comm, comm),
+                       NC_MPI_REDUCE);
+}
+
+int nc_mpi_allreduce(const void *sendbuf, void *recvbuf, int count, nc_mpi_word_t datatype,
+                     nc_mpi_word_t op, nc_mpi_word_t comm)
+{
+    return reduce_call(sendbuf, recvbuf, count, NC_MPI_HANDLE(MPI_Datatype, datatype),
+                       NC_MPI_HANDLE(MPI_Op, op), -1, NC_MPI_HANDLE(MPI_Comm, comm),
+                       NC_MPI_ALLREDUCE);
+}
