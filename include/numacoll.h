@@ -77,10 +77,11 @@ NUMACOLL_API int numacoll_barrier(numacoll_team_t *team);
  * value for an associative op, commutative or not (MPI's rule: rank order).
  * Every member of an allreduce gets the same bits.
  *
- * Members passing different counts, types or ops get NUMACOLL_ERR_TRUNCATE
- * (count) or NUMACOLL_ERR_MISMATCH (type, op), on every member that compares
- * (every member in allreduce, the root and the members it names in reduce);
- * no hang, the team stays usable. */
+ * Members passing different counts, types (or user element sizes), ops or
+ * roots get NUMACOLL_ERR_TRUNCATE (count), NUMACOLL_ERR_MISMATCH (type, op)
+ * or NUMACOLL_ERR_ROOT, on every member that compares: every member of an
+ * allreduce or of a reduce larger than NUMACOLL_REDUCE_SMALL_MAX, the root of
+ * a smaller reduce; no hang, the team stays usable. */
 #define NUMACOLL_IN_PLACE ((const void *)1)
 
 typedef enum numacoll_type {

@@ -273,15 +273,15 @@ static void combine(const red_op_t *op, char *dst, const char *const *src, int p
 
 /* Step 3's check of the headers (every member's slot of round r). */
 static int check_headers(numacoll_team_t *t, red_state_t *st, uint32_t r, uint64_t bytes,
-                         uint32_t code, int root)
+                         uint32_t code, uint32_t elem, int root)
 {
     for (int k = 0; k < t->p; k++) {
         const red_slot_t *sl = slot_of(st, k, r);
-        if (sl->bytes == bytes && sl->code == code && sl->root == root)
+        if (sl->bytes == bytes && sl->code == code && sl->elem == elem && sl->root == root)
             continue;
-        int rc = sl->root != root      ? NUMACOLL_ERR_ROOT
-                 : sl->code != code    ? NUMACOLL_ERR_MISMATCH
-                                       : NUMACOLL_ERR_TRUNCATE;
+        int rc = sl->root != root                        ? NUMACOLL_ERR_ROOT
+                 : sl->code != code || sl->elem != elem ? NUMACOLL_ERR_MISMATCH
+                                                         : NUMACOLL_ERR_TRUNCATE;
         nc_log_error("%s: member %d passed %llu bytes of %s/%s%s, member %d passed %llu bytes of "
                      "%s/%s%s",
                      root < 0 ? "allreduce" : "reduce", t->rank, (unsigned long long)bytes,
@@ -368,7 +368,7 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
         for (int k = 0; k < p; k++)
             if (k != me && (rc2 = wait_posted(t, slot_of(st, k, r), r)))
                 return nc_team_fail(t, rc2);
-        if (first && (rc = check_headers(t, st, r, bytes, op->code, root))) {
+        if (first && (rc = check_headers(t, st, r, bytes, op->code, (uint32_t)es, root))) {
             finish_round(st, me, r); /* 6. */
             break;
         }

@@ -14,7 +14,8 @@
  *
  * Adding a collective = one row in NC_MPI_COLL_TABLE + one file + one row in
  * NC_MPI_ENTRY_TABLE (nc_mpi_entry.c) + one row in NC_MPI_F_TABLE
- * (nc_mpi_fortran.c).
+ * (nc_mpi_fortran.c); its core side is one row in coll/nc_coll.h and one
+ * file in src/coll.
  */
 #ifndef NC_MPI_H
 #define NC_MPI_H
