@@ -59,7 +59,9 @@ typedef struct nc_info_block {
 /* The rows of a layout (actual = "-"), 2 per member + header, sets, barrier. */
 /* Rows of the layout table: header, ring, then per member its controls,
  * buffers and the collectives' member areas, then the shared areas. */
-#define NC_INFO_LAYOUT_ROWS(p) ((size_t)(p) * (2 + NC_LAYOUT_AREAS) + 2 + NC_LAYOUT_AREAS)
+#define NC_INFO_LAYOUT_ROWS(p) ((size_t)(p) * 3 + 3)
+/* Row of member i's controls (k = 0), buffers (1), collectives' areas (2). */
+#define NC_INFO_MEMBER_ROW(i, k) (2 + 3 * (i) + (k))
 int nc_info_layout_rows(const nc_layout_t *l, const int *numa, nc_info_block_t *rows);
 /* The node budget (NUMACOLL_SHM_LIMIT, /dev/shm) and how many communicators
  * of this layout fit in it: only for this machine's own layouts. */

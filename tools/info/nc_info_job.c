@@ -17,7 +17,7 @@
 typedef struct job_rec {
     char host[64], cpus[64];
     int numa, active, trank, tsize, leader, nleaders, placement;
-    char ctrl[96], bufs[96], hdr[96], sets[96], bar[96];
+    char ctrl[96], bufs[96], areas[96], hdr[96], sets[96], bar[96];
     nc_layout_t l;
     nc_config_t cfg;
     char leaders[192];
@@ -74,6 +74,9 @@ int nc_info_job(const nc_info_opts_t *o, int argc, char **argv)
         nc_info_pages_where(blk, l->ctrl_bytes, l->page, me.ctrl, sizeof me.ctrl);
         nc_info_pages_where(blk + l->buf_off, (size_t)l->s * l->buf_stride, l->page, me.bufs,
                             sizeof me.bufs);
+        nc_info_pages_where(blk + l->buf_off + (size_t)l->s * l->buf_stride,
+                            l->rank_bytes - l->buf_off - (size_t)l->s * l->buf_stride, l->page,
+                            me.areas, sizeof me.areas);
         if (info.rank == 0) {
             nc_info_pages_where(base + l->hdr_off, l->hdr_bytes, l->page, me.hdr, sizeof me.hdr);
             nc_info_pages_where(base + l->calls_off, l->rank_off - l->calls_off, l->page, me.sets,
@@ -116,8 +119,12 @@ int nc_info_job(const nc_info_opts_t *o, int argc, char **argv)
                 snprintf(rows[0].actual, sizeof rows[0].actual, "%s", mem[0]->hdr);
                 snprintf(rows[1].actual, sizeof rows[0].actual, "%s", mem[0]->sets);
                 for (int i = 0; i < p; i++) {
-                    snprintf(rows[2 + 2 * i].actual, sizeof rows[0].actual, "%s", mem[i]->ctrl);
-                    snprintf(rows[3 + 2 * i].actual, sizeof rows[0].actual, "%s", mem[i]->bufs);
+                    snprintf(rows[NC_INFO_MEMBER_ROW(i, 0)].actual, sizeof rows[0].actual, "%s",
+                             mem[i]->ctrl);
+                    snprintf(rows[NC_INFO_MEMBER_ROW(i, 1)].actual, sizeof rows[0].actual, "%s",
+                             mem[i]->bufs);
+                    snprintf(rows[NC_INFO_MEMBER_ROW(i, 2)].actual, sizeof rows[0].actual, "%s",
+                             mem[i]->areas);
                 }
                 snprintf(rows[n - 1].actual, sizeof rows[0].actual, "%s", mem[0]->bar);
                 char note[128];

@@ -37,17 +37,20 @@ int nc_info_layout_rows(const nc_layout_t *l, const int *numa, nc_info_block_t *
         size_t base = l->rank_off + (size_t)i * l->rank_bytes;
         ROW(base, l->ctrl_bytes, i, "member %d: %d controls", i, l->s);
         ROW(base + l->buf_off, (size_t)l->s * l->buf_stride, i, "member %d: %d buffers", i, l->s);
-        for (int m = 0; m < l->nareas; m++)
+        /* The collectives' parts of the block (coll/nc_coll.h), one row. */
+        char names[64] = "";
+        size_t k = 0, off = l->rank_bytes;
+        for (int m = 0; m < l->nareas && k < sizeof names; m++)
             if (l->marea_bytes[m]) {
-                ROW(base + l->marea_off[m], l->marea_bytes[m], i, "member %d: %s", i,
-                    nc_coll_decls[m].name);
+                k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", k ? "," : "",
+                                      nc_coll_decls[m].name);
+                if (l->marea_off[m] < off)
+                    off = l->marea_off[m];
             }
+        ROW(base + off, l->rank_bytes - off, i, "member %d: %s", i, k ? names : "-");
     }
-    for (int m = 0; m < l->nareas; m++)
-        if (l->area_bytes[m]) {
-            ROW(l->area_off[m], l->area_bytes[m], 0, "%s%s", nc_coll_decls[m].name,
-                m == NC_COLL_BARRIER ? " flags" : "");
-        }
+    /* The collectives' shared areas (the barrier's first), one row. */
+    ROW(l->barrier_off, l->barrier_bytes, 0, "barrier flags");
 #undef ROW
     return n;
 }
@@ -182,7 +185,7 @@ int nc_info_layout_computed(FILE *out, const nc_info_machine_t *m, int p, size_t
 typedef struct live_member {
     int rc, numa, leader;
     char cpus[64];
-    char ctrl[96], bufs[96];   /* move_pages of the member's own blocks */
+    char ctrl[96], bufs[96], areas[96]; /* move_pages of the member's own blocks */
     char hdr[96], sets[96], bar[96]; /* member 0 only */
 } live_member_t;
 
@@ -226,6 +229,9 @@ static void live_member(const nc_info_machine_t *mach, int p, int rank, const ch
     nc_info_pages_where(blk, l->ctrl_bytes, l->page, me->ctrl, sizeof me->ctrl);
     nc_info_pages_where(blk + l->buf_off, (size_t)l->s * l->buf_stride, l->page, me->bufs,
                         sizeof me->bufs);
+    nc_info_pages_where(blk + l->buf_off + (size_t)l->s * l->buf_stride,
+                        l->rank_bytes - l->buf_off - (size_t)l->s * l->buf_stride, l->page,
+                        me->areas, sizeof me->areas);
     if (rank == 0) {
         sh->l = *l;
         sh->cfg = t->cfg;
@@ -294,8 +300,12 @@ int nc_info_layout_live(FILE *out, const nc_info_machine_t *m, int p)
         snprintf(rows[0].actual, sizeof rows[0].actual, "%s", sh->m[0].hdr);
         snprintf(rows[1].actual, sizeof rows[1].actual, "%s", sh->m[0].sets);
         for (int i = 0; i < p; i++) {
-            snprintf(rows[2 + 2 * i].actual, sizeof rows[0].actual, "%s", sh->m[i].ctrl);
-            snprintf(rows[3 + 2 * i].actual, sizeof rows[0].actual, "%s", sh->m[i].bufs);
+            snprintf(rows[NC_INFO_MEMBER_ROW(i, 0)].actual, sizeof rows[0].actual, "%s",
+                     sh->m[i].ctrl);
+            snprintf(rows[NC_INFO_MEMBER_ROW(i, 1)].actual, sizeof rows[0].actual, "%s",
+                     sh->m[i].bufs);
+            snprintf(rows[NC_INFO_MEMBER_ROW(i, 2)].actual, sizeof rows[0].actual, "%s",
+                     sh->m[i].areas);
         }
         snprintf(rows[n - 1].actual, sizeof rows[0].actual, "%s", sh->m[0].bar);
         static const char *pl[] = {"OK", "MISPLACED", "UNKNOWN (a member is unbound)",
