@@ -270,7 +270,7 @@ static void user_fn(const void *in, void *inout, size_t count, void *ctx)
 static int node_reduce(nc_mpi_comm_t *c, const qual_t *q, const void *in, void *out, int lroot)
 {
     if (!c->team) {
-        if (out && in != out && q->n)
+        if (out && in != out && in != NUMACOLL_IN_PLACE && q->n)
             memcpy(out, in, q->n * q->es);
         return 0;
     }
@@ -371,9 +371,18 @@ static int reduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
             const int root_node = all ? 0 : c->node_of[root];
             if (all)
                 PMPI_Allreduce(MPI_IN_PLACE, out, (int)q.n, q.base, q.mop, c->leaders);
-            else if (my_node == root_node)
+            else if (my_node == root_node && root_node == 0)
                 PMPI_Reduce(MPI_IN_PLACE, out, (int)q.n, q.base, q.mop, root_node, c->leaders);
-            else
+            else if (my_node == root_node) {
+                /* Not MPI_IN_PLACE: MPICH 4.0's in-place reduce to a root other
+                 * than 0 crashes beyond 512 ints (pmodels/mpich#6540). */
+                char *copy = malloc(bytes ? bytes : 1);
+                if (!copy)
+                    PMPI_Abort(comm, MPI_ERR_NO_MEM);
+                memcpy(copy, out, bytes);
+                PMPI_Reduce(copy, out, (int)q.n, q.base, q.mop, root_node, c->leaders);
+                free(copy);
+            } else
                 PMPI_Reduce(out, NULL, (int)q.n, q.base, q.mop, root_node, c->leaders);
         }
         /* 5. */

@@ -3,8 +3,9 @@
 #   check_fortran.sh FLAVOR MPIEXEC "MPIEXEC FLAGS" NP preload|linked LIB PROGRAM [ARG|VAR=value]...
 # Passes when the program exits 0 after "fcoll: 0 errors", numacoll's start-up
 # ran once ("started: node budget page shared by NP ranks"), and the single
-# NUMACOLL_STATS line counts exactly the broadcasts and barriers the program
-# expects numacoll and the MPI library to have handled ("fcoll expect: ...").
+# NUMACOLL_STATS line counts exactly the broadcasts, barriers, reduces and
+# allreduces the program expects numacoll and the MPI library to have handled
+# ("fcoll expect: bcast numacoll A pmpi B barrier ... reduce ... allreduce ...").
 set -u
 flavor=$1 mpiexec=$2 flags=$3 np=$4 mode=$5 lib=$6 prog=$7
 shift 7
@@ -29,9 +30,14 @@ grep -q "^fcoll: 0 errors" <<<"$out" || fail "the program found wrong results"
 n=$(grep -c "started: node budget page shared by $np ranks" <<<"$out")
 [ "$n" = 1 ] || fail "numacoll's start-up line seen $n times, expected once"
 [ "$(grep -c "^numacoll stats:" <<<"$out")" = 1 ] || fail "not exactly one stats line"
-want=$(sed -n 's/^fcoll expect: bcast numacoll \([0-9]*\) pmpi \([0-9]*\) barrier numacoll \([0-9]*\) pmpi \([0-9]*\)$/\1 \2 \3 \4/p' <<<"$out")
-got=$(sed -n 's/^numacoll stats:.* bcast numacoll \([0-9]*\) calls [0-9]* bytes, pmpi \([0-9]*\) calls [0-9]* bytes; barrier numacoll \([0-9]*\) calls [0-9]* bytes, pmpi \([0-9]*\) calls.*/\1 \2 \3 \4/p' <<<"$out")
-[ -n "$want" ] && [ -n "$got" ] || fail "no expect or stats line to compare"
+want= got=
+for c in bcast barrier reduce allreduce; do
+    # "[:;] $c" and " $c": reduce is not the end of allreduce.
+    w=$(sed -n "s/^fcoll expect:.* $c numacoll \([0-9]*\) pmpi \([0-9]*\)\( .*\)\{0,1\}\$/\1 \2/p" <<<"$out")
+    g=$(sed -n "s/^numacoll stats:.*[:;] $c numacoll \([0-9]*\) calls [0-9]* bytes, pmpi \([0-9]*\) calls.*/\1 \2/p" <<<"$out")
+    [ -n "$w" ] && [ -n "$g" ] || fail "no $c counts in the expect or the stats line to compare"
+    want+="${want:+, }$c $w" got+="${got:+, }$c $g"
+done
 [ "$want" = "$got" ] ||
-    fail "calls (bcast numacoll, pmpi, barrier numacoll, pmpi): expected $want, stats say $got"
+    fail "calls (numacoll pmpi): expected $want; stats say $got"
 echo "OK: numacoll handled what the program expected ($got)"

@@ -1,6 +1,6 @@
-! MPI_Bcast and MPI_Barrier from Fortran, checked element by element. One
-! source, compiled for each binding: -DNC_MPIF (include 'mpif.h'),
-! -DNC_USEMPI (use mpi), -DNC_F08 (use mpi_f08).
+! MPI_Bcast, MPI_Barrier, MPI_Reduce and MPI_Allreduce from Fortran, checked
+! element by element. One source, compiled for each binding: -DNC_MPIF
+! (include 'mpif.h'), -DNC_USEMPI (use mpi), -DNC_F08 (use mpi_f08).
 !
 !   fcoll [thread] [nomismatch]
 !     thread       MPI_Init_thread instead of MPI_Init
@@ -14,19 +14,39 @@
 ! a contiguous type; MPI_BOTTOM with an absolute (hindexed) type; barriers,
 ! one of them with a late rank that the others must wait for; a size mismatch
 ! with MPI_ERRORS_RETURN, whose ierror must be MPI_ERR_TRUNCATE on the rank
-! that expected less. Rank 0 prints the calls it expects numacoll to have
-! handled (communicators of 2 or more ranks) and those it expects the MPI
-! library to have (1 rank), for tests/fortran/check_fortran.sh to compare with
-! the NUMACOLL_STATS line, then "fcoll: N errors".
+! that expected less.
+! Reductions, on both communicators, of 1, 1000 and 100000 elements:
+! MPI_Allreduce, then MPI_Reduce to every root, of INTEGER with MPI_SUM and
+! MPI_MAX and of DOUBLE PRECISION with MPI_SUM (small integers: exact in any
+! order), each also with MPI_IN_PLACE (every rank of an allreduce, the root of
+! a reduce); the element after the result and the send buffer must stay
+! untouched, and so must the receive buffer of a reduce's other ranks. A
+! user op (MPI_Op_create, a Fortran subroutine, not commutative) composing
+! affine maps x -> a*x + b (mod 32749) on a contiguous pair of INTEGERs:
+! the result must be MPI's rank order x0 op x1 op ... op x(p-1) (the test
+! checks its data tells that from the reverse order). MPI_MAXLOC on
+! MPI_2INTEGER once (numacoll leaves Fortran pair types to the MPI library).
+!
+! Rank 0 prints the calls it expects numacoll to have handled (communicators
+! of 2 or more ranks) and those it expects the MPI library to have (1 rank;
+! MPI_2INTEGER; the non-commutative user op when the communicator spans
+! several nodes, i.e. with NUMACOLL_TEST_VIRTUAL_NODES > 1), for
+! tests/fortran/check_fortran.sh to compare with the NUMACOLL_STATS line,
+! then "fcoll: N errors".
 #if defined(NC_F08)
 #define COMM_T type(MPI_Comm)
 #define TYPE_T type(MPI_Datatype)
+#define OP_T type(MPI_Op)
 #else
 #define COMM_T integer
 #define TYPE_T integer
+#define OP_T integer
 #endif
 
-program fcoll
+! The user op: an element is a pair (a, b), the map x -> a*x + b (mod M);
+! u op v is "u, then v": x -> v%a*(u%a*x + u%b) + v%b. Associative, not
+! commutative. M < 2**15 keeps every product in a default INTEGER.
+module fcoll_ops
 #if defined(NC_F08)
   use mpi_f08
 #elif defined(NC_USEMPI)
@@ -36,10 +56,63 @@ program fcoll
 #if defined(NC_MPIF)
   include 'mpif.h'
 #endif
+  private
+  public :: affine_m, compose, affine_op
+  integer, parameter :: affine_m = 32749
+
+contains
+
+  pure function compose(u, v) result(w)
+    integer, intent(in) :: u(2), v(2)
+    integer :: w(2)
+    w(1) = mod(v(1) * u(1), affine_m)
+    w(2) = mod(v(1) * u(2) + v(2), affine_m)
+  end function
+
+  ! MPI_User_function: inoutvec(k) = invec(k) op inoutvec(k), len pairs.
+#if defined(NC_F08)
+  subroutine affine_op(invec, inoutvec, len, datatype)
+    use, intrinsic :: iso_c_binding, only: c_ptr, c_f_pointer
+    type(c_ptr), value :: invec, inoutvec
+    integer :: len
+    type(MPI_Datatype) :: datatype
+    integer, pointer :: a(:, :), b(:, :)
+    integer :: k
+    call c_f_pointer(invec, a, [2, len])
+    call c_f_pointer(inoutvec, b, [2, len])
+    do k = 1, len
+      b(:, k) = compose(a(:, k), b(:, k))
+    end do
+  end subroutine
+#else
+  subroutine affine_op(invec, inoutvec, len, datatype)
+    integer :: len, datatype
+    integer :: invec(2, len), inoutvec(2, len)
+    integer :: k
+    do k = 1, len
+      inoutvec(:, k) = compose(invec(:, k), inoutvec(:, k))
+    end do
+  end subroutine
+#endif
+end module
+
+program fcoll
+#if defined(NC_F08)
+  use mpi_f08
+#elif defined(NC_USEMPI)
+  use mpi
+#endif
+  use fcoll_ops
+  implicit none
+#if defined(NC_MPIF)
+  include 'mpif.h'
+#endif
   COMM_T :: world, half
-  integer :: rank, nranks, hsize, ierr, provided, errors, n
-  ! calls: bcast numacoll, bcast MPI library, barrier numacoll, barrier MPI library
-  integer(8) :: calls(4), total(4)
+  OP_T :: affine
+  integer :: rank, nranks, hsize, ierr, provided, errors, n, vnodes, st
+  ! calls(c) numacoll, calls(c + 1) MPI library, for c = the collectives' k_*
+  integer, parameter :: k_bcast = 1, k_barrier = 3, k_reduce = 5, k_allreduce = 7
+  integer(8) :: calls(8), total(8)
   character(len=16) :: arg
   logical :: thread, mismatch
   integer :: i
@@ -54,6 +127,13 @@ program fcoll
     if (arg == 'thread') thread = .true.
     if (arg == 'nomismatch') mismatch = .false.
   end do
+  ! numacoll leaves a non-commutative user op to the MPI library when the
+  ! communicator spans several nodes: with v virtual nodes a communicator of
+  ! s ranks spans min(s, v) (nc_mpi_comm.c cuts each node into v blocks).
+  vnodes = 1
+  call get_environment_variable('NUMACOLL_TEST_VIRTUAL_NODES', arg, status=st)
+  if (st == 0) read(arg, *, iostat=st) vnodes
+  if (st /= 0) vnodes = 1
   if (thread) then
     call MPI_Init_thread(MPI_THREAD_FUNNELED, provided, ierr)
   else
@@ -76,16 +156,28 @@ program fcoll
   call bottom(half, hsize)
   call barriers(world, nranks)
   call barriers(half, hsize)
+  call MPI_Op_create(affine_op, .false., affine, ierr)
+  do n = 1, size(sizes)
+    call reductions(world, nranks, sizes(n))
+    call reductions(half, hsize, sizes(n))
+  end do
+  call MPI_Op_free(affine, ierr)
+  call maxloc_pairs(world, nranks)
   if (mismatch) then
     call truncate(world, nranks, 500)
     call truncate(world, nranks, 20000)
   end if
 
-  call MPI_Reduce(calls, total, 4, MPI_INTEGER8, MPI_SUM, 0, world, ierr)
+  ! These two are counted too.
+  call tally(nranks, k_reduce)
+  call tally(nranks, k_allreduce)
+  call MPI_Reduce(calls, total, 8, MPI_INTEGER8, MPI_SUM, 0, world, ierr)
   call MPI_Allreduce(MPI_IN_PLACE, errors, 1, MPI_INTEGER, MPI_SUM, world, ierr)
   if (rank == 0) then
-    print '(a,i0,a,i0,a,i0,a,i0)', 'fcoll expect: bcast numacoll ', total(1), ' pmpi ', &
-      total(2), ' barrier numacoll ', total(3), ' pmpi ', total(4)
+    print '(8(a,i0))', 'fcoll expect: bcast numacoll ', total(1), ' pmpi ', total(2), &
+      ' barrier numacoll ', total(3), ' pmpi ', total(4), &
+      ' reduce numacoll ', total(5), ' pmpi ', total(6), &
+      ' allreduce numacoll ', total(7), ' pmpi ', total(8)
     print '(a,i0,a)', 'fcoll: ', errors, ' errors'
   end if
   call MPI_Comm_free(half, ierr)
@@ -107,15 +199,21 @@ contains
     end if
   end subroutine
 
-  ! Who should have handled a call on a communicator of csize ranks.
-  subroutine tally(csize, barrier)
-    integer, intent(in) :: csize
-    logical, intent(in) :: barrier
-    integer :: i
-    i = 1
-    if (barrier) i = 3
-    if (csize < 2) i = i + 1
-    calls(i) = calls(i) + 1
+  ! Who should have handled a call of collective k (k_*) on a communicator of
+  ! csize ranks: numacoll when it has 2 or more.
+  subroutine tally(csize, k)
+    integer, intent(in) :: csize, k
+    call tally_to(k, csize >= 2)
+  end subroutine
+
+  subroutine tally_to(k, numacoll)
+    integer, intent(in) :: k
+    logical, intent(in) :: numacoll
+    if (numacoll) then
+      calls(k) = calls(k) + 1
+    else
+      calls(k + 1) = calls(k + 1) + 1
+    end if
   end subroutine
 
   integer function pat(i, root, n)
@@ -137,7 +235,7 @@ contains
       end do
       buf(n + 1) = -2
       call MPI_Bcast(buf, n, MPI_INTEGER, root, comm, ierr)
-      call tally(csize, .false.)
+      call tally(csize, k_bcast)
       call check(ierr == MPI_SUCCESS, 'ints: ierror')
       bad = 0
       do i = 1, n
@@ -165,7 +263,7 @@ contains
         if (me == root) a(i) = i + 1000 * root
       end do
       call MPI_Bcast(a, 3, vec, root, comm, ierr)
-      call tally(csize, .false.)
+      call tally(csize, k_bcast)
       call check(ierr == MPI_SUCCESS, 'vector: ierror')
       bad = 0
       do i = 1, size(a)
@@ -196,7 +294,7 @@ contains
         if (me == root) buf(i) = pat(i, root, 3)
       end do
       call MPI_Bcast(buf, 400, three, root, comm, ierr)
-      call tally(csize, .false.)
+      call tally(csize, k_bcast)
       call check(ierr == MPI_SUCCESS, 'contig: ierror')
       bad = 0
       do i = 1, size(buf)
@@ -227,7 +325,7 @@ contains
         if (me == root) x(i) = pat(i, root, 77)
       end do
       call MPI_Bcast(MPI_BOTTOM, 1, abs_t, root, comm, ierr)
-      call tally(csize, .false.)
+      call tally(csize, k_bcast)
       call check(ierr == MPI_SUCCESS, 'bottom: ierror')
       bad = 0
       do i = 1, size(x)
@@ -246,12 +344,12 @@ contains
     call MPI_Comm_rank(comm, me, ierr)
     do i = 1, 10
       call MPI_Barrier(comm, ierr)
-      call tally(csize, .true.)
+      call tally(csize, k_barrier)
       call check(ierr == MPI_SUCCESS, 'barrier: ierror')
     end do
 #if defined(NC_F08)
     call MPI_Barrier(comm)
-    call tally(csize, .true.)
+    call tally(csize, k_barrier)
 #endif
     ! The last rank arrives 0.3 s late: nobody may leave before it came.
     if (csize > 1) then
@@ -261,7 +359,7 @@ contains
         end do
       end if
       call MPI_Barrier(comm, ierr)
-      call tally(csize, .true.)
+      call tally(csize, k_barrier)
       call check(MPI_Wtime() - t0 >= 0.2d0, 'barrier: left before the last rank came')
     end if
   end subroutine
@@ -282,7 +380,7 @@ contains
     buf = 0
     if (me == root) buf = 7
     call MPI_Bcast(buf, mine, MPI_INTEGER, root, comm, ierr)
-    call tally(csize, .false.)
+    call tally(csize, k_bcast)
     if (me == 0) then
       cls = MPI_SUCCESS
       if (ierr /= MPI_SUCCESS) call MPI_Error_class(ierr, cls, ierr2)
@@ -296,13 +394,265 @@ contains
       if (me == root) buf(i) = pat(i, root, n)
     end do
     call MPI_Bcast(buf, n, MPI_INTEGER, root, comm, ierr)
-    call tally(csize, .false.)
+    call tally(csize, k_bcast)
     bad = 0
     do i = 1, n
       if (buf(i) /= pat(i, root, n)) bad = bad + 1
     end do
     call check(ierr == MPI_SUCCESS .and. bad == 0, 'truncate: the next broadcast failed')
     call MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL, ierr)
+  end subroutine
+
+  ! ---- reductions ----
+
+  subroutine reductions(comm, csize, n)
+    COMM_T, intent(in) :: comm
+    integer, intent(in) :: csize, n
+    logical :: inplace
+    integer :: j
+    do j = 0, 1
+      inplace = j == 1
+      call red_int(comm, csize, n, 1, inplace)
+      call red_int(comm, csize, n, 2, inplace)
+      call red_dbl(comm, csize, n, inplace)
+    end do
+    call red_user(comm, csize, n)
+  end subroutine
+
+  ! What a reduction check is about: root -1 is the allreduce.
+  function tag(what, n, root, inplace)
+    character(len=*), intent(in) :: what
+    integer, intent(in) :: n, root
+    logical, intent(in) :: inplace
+    character(len=80) :: tag
+    write(tag, '(2a,i0,a,i0,a,l1)') what, ' n=', n, ' root=', root, ' in_place=', inplace
+  end function
+
+  integer function ival(i, r, n)
+    integer, intent(in) :: i, r, n
+    ival = mod(i * 13 + r * 101 + n, 2001) - 1000
+  end function
+
+  ! MPI_INTEGER with MPI_SUM (opk 1) or MPI_MAX (opk 2): MPI_Allreduce, then
+  ! MPI_Reduce to every root; inplace: MPI_IN_PLACE on every rank of the
+  ! allreduce and at the root of a reduce.
+  subroutine red_int(comm, csize, n, opk, inplace)
+    COMM_T, intent(in) :: comm
+    integer, intent(in) :: csize, n, opk
+    logical, intent(in) :: inplace
+    integer, allocatable :: s(:), r(:), want(:)
+    integer :: me, root, i, j, bad, ierr
+    logical :: reader
+    character(len=80) :: what
+    OP_T :: op
+    call MPI_Comm_rank(comm, me, ierr)
+    allocate(s(n + 1), r(n + 1), want(n))
+    op = MPI_SUM
+    if (opk == 2) op = MPI_MAX
+    do i = 1, n
+      want(i) = ival(i, 0, n)
+      do j = 1, csize - 1
+        if (opk == 1) then
+          want(i) = want(i) + ival(i, j, n)
+        else
+          want(i) = max(want(i), ival(i, j, n))
+        end if
+      end do
+    end do
+    do root = -1, csize - 1
+      what = tag(merge('int sum', 'int max', opk == 1), n, root, inplace)
+      reader = root < 0 .or. me == root
+      do i = 1, n
+        s(i) = ival(i, me, n)
+      end do
+      s(n + 1) = -5000
+      r = -7000
+      if (inplace .and. reader) r(1:n) = s(1:n)
+      if (root < 0) then
+        if (inplace) then
+          call MPI_Allreduce(MPI_IN_PLACE, r, n, MPI_INTEGER, op, comm, ierr)
+        else
+          call MPI_Allreduce(s, r, n, MPI_INTEGER, op, comm, ierr)
+        end if
+        call tally(csize, k_allreduce)
+      else
+        if (inplace .and. reader) then
+          call MPI_Reduce(MPI_IN_PLACE, r, n, MPI_INTEGER, op, root, comm, ierr)
+        else
+          call MPI_Reduce(s, r, n, MPI_INTEGER, op, root, comm, ierr)
+        end if
+        call tally(csize, k_reduce)
+      end if
+      call check(ierr == MPI_SUCCESS, trim(what) // ': ierror')
+      bad = 0
+      do i = 1, n
+        if (reader .and. r(i) /= want(i)) bad = bad + 1
+        if (.not. reader .and. r(i) /= -7000) bad = bad + 1
+        if (s(i) /= ival(i, me, n)) bad = bad + 1
+      end do
+      call check(bad == 0, trim(what) // ': wrong elements, or the send buffer or a' // &
+                 ' non-root receive buffer written')
+      call check(r(n + 1) == -7000 .and. s(n + 1) == -5000, &
+                 trim(what) // ': element after the message written')
+    end do
+  end subroutine
+
+  ! Small integers: exact sums in any order.
+  real(8) function dval(i, r, n)
+    integer, intent(in) :: i, r, n
+    dval = mod(i + 3 * r + n, 17)
+  end function
+
+  ! DOUBLE PRECISION with MPI_SUM, as red_int.
+  subroutine red_dbl(comm, csize, n, inplace)
+    COMM_T, intent(in) :: comm
+    integer, intent(in) :: csize, n
+    logical, intent(in) :: inplace
+    real(8), allocatable :: s(:), r(:), want(:)
+    integer :: me, root, i, j, bad, ierr
+    logical :: reader
+    character(len=80) :: what
+    call MPI_Comm_rank(comm, me, ierr)
+    allocate(s(n + 1), r(n + 1), want(n))
+    do i = 1, n
+      want(i) = dval(i, 0, n)
+      do j = 1, csize - 1
+        want(i) = want(i) + dval(i, j, n)
+      end do
+    end do
+    do root = -1, csize - 1
+      what = tag('double sum', n, root, inplace)
+      reader = root < 0 .or. me == root
+      do i = 1, n
+        s(i) = dval(i, me, n)
+      end do
+      s(n + 1) = -5000
+      r = -7000
+      if (inplace .and. reader) r(1:n) = s(1:n)
+      if (root < 0) then
+        if (inplace) then
+          call MPI_Allreduce(MPI_IN_PLACE, r, n, MPI_DOUBLE_PRECISION, MPI_SUM, comm, ierr)
+        else
+          call MPI_Allreduce(s, r, n, MPI_DOUBLE_PRECISION, MPI_SUM, comm, ierr)
+        end if
+        call tally(csize, k_allreduce)
+      else
+        if (inplace .and. reader) then
+          call MPI_Reduce(MPI_IN_PLACE, r, n, MPI_DOUBLE_PRECISION, MPI_SUM, root, comm, ierr)
+        else
+          call MPI_Reduce(s, r, n, MPI_DOUBLE_PRECISION, MPI_SUM, root, comm, ierr)
+        end if
+        call tally(csize, k_reduce)
+      end if
+      call check(ierr == MPI_SUCCESS, trim(what) // ': ierror')
+      bad = 0
+      do i = 1, n
+        if (reader .and. r(i) /= want(i)) bad = bad + 1
+        if (.not. reader .and. r(i) /= -7000) bad = bad + 1
+        if (s(i) /= dval(i, me, n)) bad = bad + 1
+      end do
+      call check(bad == 0, trim(what) // ': wrong elements, or the send buffer or a' // &
+                 ' non-root receive buffer written')
+      call check(r(n + 1) == -7000 .and. s(n + 1) == -5000, &
+                 trim(what) // ': element after the message written')
+    end do
+  end subroutine
+
+  ! Rank r's affine map at element i: a in [2, 1001], b in [1, M).
+  function aval(i, r, n) result(p)
+    integer, intent(in) :: i, r, n
+    integer :: p(2)
+    p(1) = 2 + mod(i * 3 + r * 5 + n, 1000)
+    p(2) = 1 + mod(i * 7 + r * 11, affine_m - 1)
+  end function
+
+  ! The user op (host's affine, not commutative) on MPI_Type_contiguous(2,
+  ! MPI_INTEGER): MPI_Allreduce, then MPI_Reduce to every root. The result
+  ! must be x0 op x1 op ... op x(p-1), p = csize, in the communicator's rank
+  ! order (the split communicator's is the reverse of MPI_COMM_WORLD's).
+  ! numacoll takes it on one node only.
+  subroutine red_user(comm, csize, n)
+    COMM_T, intent(in) :: comm
+    integer, intent(in) :: csize, n
+    integer, allocatable :: s(:, :), r(:, :), want(:, :)
+    integer :: me, root, i, j, bad, diff, ierr, rev(2)
+    logical :: reader, numacoll
+    character(len=80) :: what
+    TYPE_T :: pair
+    call MPI_Comm_rank(comm, me, ierr)
+    call MPI_Type_contiguous(2, MPI_INTEGER, pair, ierr)
+    call MPI_Type_commit(pair, ierr)
+    allocate(s(2, n + 1), r(2, n + 1), want(2, n))
+    diff = 0
+    do i = 1, n
+      want(:, i) = aval(i, 0, n)
+      rev = aval(i, csize - 1, n)
+      do j = 1, csize - 1
+        want(:, i) = compose(want(:, i), aval(i, j, n))
+        rev = compose(rev, aval(i, csize - 1 - j, n))
+      end do
+      if (any(rev /= want(:, i))) diff = diff + 1
+    end do
+    if (csize > 1) call check(diff > 0, 'user op: the test data does not reveal the order')
+    numacoll = csize >= 2 .and. vnodes <= 1
+    do root = -1, csize - 1
+      what = tag('user op', n, root, .false.)
+      reader = root < 0 .or. me == root
+      do i = 1, n
+        s(:, i) = aval(i, me, n)
+      end do
+      s(:, n + 1) = -5
+      r = -7
+      if (root < 0) then
+        call MPI_Allreduce(s, r, n, pair, affine, comm, ierr)
+        call tally_to(k_allreduce, numacoll)
+      else
+        call MPI_Reduce(s, r, n, pair, affine, root, comm, ierr)
+        call tally_to(k_reduce, numacoll)
+      end if
+      call check(ierr == MPI_SUCCESS, trim(what) // ': ierror')
+      bad = 0
+      do i = 1, n
+        if (reader .and. any(r(:, i) /= want(:, i))) bad = bad + 1
+        if (.not. reader .and. any(r(:, i) /= -7)) bad = bad + 1
+        if (any(s(:, i) /= aval(i, me, n))) bad = bad + 1
+      end do
+      call check(bad == 0, trim(what) // ': not rank order, or the send buffer or a' // &
+                 ' non-root receive buffer written')
+      call check(all(r(:, n + 1) == -7) .and. all(s(:, n + 1) == -5), &
+                 trim(what) // ': element after the message written')
+    end do
+    call MPI_Type_free(pair, ierr)
+  end subroutine
+
+  ! MPI_MAXLOC on MPI_2INTEGER (value, rank), ties at the lowest rank: a
+  ! Fortran pair type, the MPI library's.
+  subroutine maxloc_pairs(comm, csize)
+    COMM_T, intent(in) :: comm
+    integer, intent(in) :: csize
+    integer :: s(2, 3), r(2, 3), me, k, j, best, at, bad, ierr
+    call MPI_Comm_rank(comm, me, ierr)
+    do k = 1, 3
+      s(1, k) = mod(me * k, 3)
+      s(2, k) = me
+    end do
+    r = -1
+    call MPI_Allreduce(s, r, 3, MPI_2INTEGER, MPI_MAXLOC, comm, ierr)
+    call tally_to(k_allreduce, .false.)
+    call check(ierr == MPI_SUCCESS, 'maxloc: ierror')
+    bad = 0
+    do k = 1, 3
+      best = -1
+      at = -1
+      do j = 0, csize - 1
+        if (mod(j * k, 3) > best) then
+          best = mod(j * k, 3)
+          at = j
+        end if
+      end do
+      if (r(1, k) /= best .or. r(2, k) /= at) bad = bad + 1
+    end do
+    call check(bad == 0, 'maxloc: wrong pairs')
   end subroutine
 
 end program
