@@ -81,7 +81,8 @@ NUMACOLL_API int numacoll_barrier(numacoll_team_t *team);
  * roots get NUMACOLL_ERR_TRUNCATE (count), NUMACOLL_ERR_MISMATCH (type, op)
  * or NUMACOLL_ERR_ROOT, on every member that compares: every member of an
  * allreduce or of a reduce larger than NUMACOLL_REDUCE_SMALL_MAX, the root of
- * a smaller reduce; no hang, the team stays usable. */
+ * a smaller reduce, never a member whose count is 0 (that call only posts);
+ * no hang, the team stays usable. */
 #define NUMACOLL_IN_PLACE ((const void *)1)
 
 typedef enum numacoll_type {

@@ -38,8 +38,8 @@
  *      then seq = r (release).
  * Small call:
  *   3s. readers: wait until seq == r in every member's slot (acquire), check
- *       the headers, combine the p slots into recvbuf (order below); others
- *       read nothing;
+ *       the headers, combine the p slots into recvbuf (order below); others,
+ *       and every member whose count is 0 (nothing to combine), read nothing;
  *   6.  out = r (release).
  * Large call:
  *   3.  wait until seq == r in every member's slot (acquire); in the call's
@@ -67,7 +67,8 @@
  *
  * Mismatches (counts, types, ops, roots) are found in the call's first round
  * by every member that reads the headers there: every member of a large call,
- * the readers of a small one. Both paths take that round and post in it, so a
+ * the readers of a small one with a count above 0 (a call of count 0 costs a
+ * member one store of its header, as the MPI libraries' do nothing). Both paths take that round and post in it, so a
  * member that would take the other path still meets the others there; after
  * it every member leaves the call at the same round, and the team stays
  * usable.
@@ -360,7 +361,7 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
         if ((rc2 = wait_slot_free(t, st, r)))
             return nc_team_fail(t, rc2);
         post(st, mine, r, op, bytes, root, in + off, len, lo * es, hi * es);
-        if (small && !reader) {
+        if (small && (!reader || !bytes)) {
             finish_round(st, me, r); /* 6. */
             break;
         }
