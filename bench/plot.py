@@ -5,22 +5,27 @@
     plot.py --summary a.csv b.csv ... [--stat max|avg|min]
 
 CSV columns: collective,impl,p,bytes,iterations,t_min_us,t_avg_us,t_max_us
-(impl "memcpy": one core's memcpy of the same bytes; "flag": one-way cache-line
-latency between ranks 0 and 1). Panels, per collective found in the CSV:
+(collective bcast, barrier, reduce or allreduce; impl "memcpy": one core's memcpy of
+the same bytes; "reduce-kernel" (reductions): one core's numacoll_reduce_local on the
+same bytes; "flag": one-way cache-line latency between ranks 0 and 1). Panels, per
+collective found in the CSV:
 
-  bcast    latency vs size (log-log) per implementation, memcpy and flag drawn as
-           the limits; ratio to native vs size; multiple of memcpy vs size;
-           with a sweep (impls numacoll:KEY=V for one KEY): time normalised to the
-           first value vs size (the paper's figures 7 and 10), and for a numeric KEY
-           time vs the value at a few sizes (figure 12's saw-tooth in f)
+  bcast, reduce, allreduce
+           latency vs size (log-log) per implementation, memcpy, reduce-kernel and
+           flag drawn as the limits; ratio to native vs size; multiple of memcpy vs
+           size (with the reduce-kernel's own); with a sweep (impls numacoll:KEY=V
+           for one KEY): time normalised to the first value vs size (the paper's
+           figures 7 and 10), and for a numeric KEY time vs the value at a few sizes
+           (figure 12's saw-tooth in f)
   barrier  time per implementation, with the flag latency
 
---summary prints, per CSV and numacoll implementation, the geometric mean of the
-ratio to the native MPI of the same run per size range (0-256 B, 512 B-64 KiB,
-128-512 KiB, >= 1 MiB) and for the barrier; the same against the best native time
-of all the CSVs with the same p (e.g. Open MPI and MPICH); and the multiples of the
-in-run limits (flag for <= 256 B and the barrier, memcpy for >= 1 MiB). It needs
-no matplotlib.
+--summary prints, per CSV, sized collective (bcast, reduce, allreduce) and numacoll
+implementation, the geometric mean of the ratio to the native MPI of the same run
+per size range (0-256 B, 512 B-64 KiB, 128-512 KiB, >= 1 MiB), and on the bcast row
+the barrier's; the same against the best native time of all the CSVs with the same
+p (e.g. Open MPI and MPICH); and the multiples of the in-run limits (flag for
+<= 256 B and the barrier, memcpy for >= 1 MiB, reduce-kernel for >= 1 MiB). It
+needs no matplotlib.
 
 Plots use Debian's python3-matplotlib (Agg backend, no display). Exit status 77
 when matplotlib is missing, so a test can be skipped rather than failed.
@@ -50,6 +55,8 @@ def need_matplotlib():
 
 HEADER = ["collective", "impl", "p", "bytes", "iterations", "t_min_us", "t_avg_us", "t_max_us"]
 ZERO_X = 0.5  # where size 0 sits on a log axis
+LIMITS = ("memcpy", "reduce-kernel", "flag")  # the in-run references, not implementations
+SIZED = ("bcast", "reduce", "allreduce")      # collectives measured over message sizes
 
 
 def load(path, stat):
@@ -113,12 +120,13 @@ def style(ax, logy=True):
     ax.set_xlabel("message size (bytes)")
 
 
-def bcast_panels(coll, impls, stat, ref="native"):
+def sized_panels(coll, impls, stat, ref="native"):
     panels = []
     flag = impls.get("flag", {}).get(0)
     memcpy = impls.get("memcpy")
+    kernel = impls.get("reduce-kernel")
     native = impls.get(ref)
-    real = [k for k in impls if k not in ("memcpy", "flag")]
+    real = [k for k in impls if k not in LIMITS]
 
     def latency(ax):
         for name in real:
@@ -128,6 +136,9 @@ def bcast_panels(coll, impls, stat, ref="native"):
         if memcpy:
             sz = sorted(b for b in memcpy if b > 0)
             ax.plot(sz, [memcpy[s] for s in sz], "k--", lw=1, label="memcpy (one core)")
+        if kernel:
+            sz = sorted(b for b in kernel if b > 0)
+            ax.plot(sz, [kernel[s] for s in sz], "k-.", lw=1, label="reduce-kernel (one core)")
         if flag:
             ax.axhline(flag, color="gray", ls=":", lw=1, label="flag %.3f us" % flag)
         style(ax)
@@ -158,6 +169,10 @@ def bcast_panels(coll, impls, stat, ref="native"):
                 d = impls[name]
                 sz = [s for s in sorted(d) if s > 0 and memcpy.get(s, 0) > 0]
                 ax.plot(sz, [d[s] / memcpy[s] for s in sz], marker="o", ms=3, label=name)
+            if kernel:
+                sz = [s for s in sorted(kernel) if s > 0 and memcpy.get(s, 0) > 0]
+                ax.plot(sz, [kernel[s] / memcpy[s] for s in sz], "k-.", lw=1,
+                        label="reduce-kernel (one core)")
             ax.axhline(1, color="k", lw=1)
             ax.axhline(1.3, color="gray", ls=":", lw=1)
             style(ax)
@@ -206,7 +221,7 @@ def bcast_panels(coll, impls, stat, ref="native"):
 
 def barrier_panels(coll, impls, stat):
     flag = impls.get("flag", {}).get(0)
-    real = [k for k in impls if k not in ("memcpy", "flag")]
+    real = [k for k in impls if k not in LIMITS]
 
     def bars(ax):
         vals = [impls[n].get(0, float("nan")) for n in real]
@@ -252,51 +267,66 @@ def summary(paths, stat):
                 best[(p, coll)][b] = t if cur is None else min(cur, t)
     cols = [r[0] for r in RANGES] + ["barrier"]
     rw = max([len("run")] + [len(r[0]) for r in runs])
+    cw = max(len(c) for c in ("coll",) + SIZED)
     iw = max([len("impl")] + [len(i) for r in runs for c in r[2].values() for i in c])
-    head = "  %-*s  %-*s" % (rw, "run", iw, "impl")
+    head = "  %-*s  %-*s  %-*s" % (rw, "run", cw, "coll", iw, "impl")
 
-    def row(name, impl):
-        return "  %-*s  %-*s" % (rw, name, iw, impl)
+    def row(name, coll, impl):
+        return "  %-*s  %-*s  %-*s" % (rw, name, cw, coll, iw, impl)
 
-    def fmt(v):
-        return "%14s" % ("-" if v is None else "%.2f" % v)
+    def fmt(v, w=14):
+        return "%*s" % (w, "-" if v is None else "%.2f" % v)
+
+    def rows(data, skip):
+        """(sized collective, impl) of one CSV, bcast first; the barrier's impls ride on
+        the bcast rows (or come alone when the CSV has no bcast)."""
+        out = []
+        for coll in [c for c in SIZED if c in data] or ["bcast"]:
+            impls = [i for i in data.get(coll, {}) if i not in skip]
+            if coll == "bcast":
+                impls += [i for i in data.get("barrier", {}) if i not in skip and i not in impls]
+            out += [(coll, i) for i in impls]
+        return out
 
     def block(title, ref):
         print(title)
         print(head + "".join("%14s" % c for c in cols))
         for name, p, data in runs:
-            impls = [i for coll in data.values() for i in coll if i not in ("native", "memcpy", "flag")]
-            for impl in OrderedDict.fromkeys(impls):
-                vals = []
-                for label, lo, hi in RANGES:
-                    d = data.get("bcast", {})
-                    vals.append(gmean([t / r for b, t in d.get(impl, {}).items()
-                                       for r in [ref(p, "bcast", d, b)] if lo <= b <= hi and r]))
-                d = data.get("barrier", {})
-                t, r = d.get(impl, {}).get(0), ref(p, "barrier", d, 0)
-                vals.append(t / r if t and r else None)
-                print(row(name, impl) + "".join(fmt(v) for v in vals))
+            for coll, impl in rows(data, ("native",) + LIMITS):
+                d = data.get(coll, {})
+                vals = [gmean([t / r for b, t in d.get(impl, {}).items()
+                               for r in [ref(p, coll, d, b)] if lo <= b <= hi and r])
+                        for _, lo, hi in RANGES]
+                bar = None
+                if coll == "bcast":
+                    d = data.get("barrier", {})
+                    t, r = d.get(impl, {}).get(0), ref(p, "barrier", d, 0)
+                    bar = t / r if t and r else None
+                vals.append(bar)
+                print(row(name, coll, impl) + "".join(fmt(v) for v in vals))
         print()
 
     block("t_%s / native of the same run (geometric mean per size range; below 1: numacoll faster)"
           % stat, lambda p, coll, d, b: d.get("native", {}).get(b))
     block("t_%s / best native of all runs with the same p" % stat,
           lambda p, coll, d, b: best[(p, coll)].get(b))
-    print("multiples of the in-run limits: t_%s / flag (<= 256 B, barrier), t_%s / memcpy (>= 1 MiB)"
-          % (stat, stat))
-    print(head + "%16s%16s%16s" % ("x flag <=256 B", "x memcpy >=1MiB", "barrier x flag"))
+    print("multiples of the in-run limits: t_%s / flag (<= 256 B, barrier), t_%s / memcpy and "
+          "/ reduce-kernel (>= 1 MiB)" % (stat, stat))
+    print(head + "%16s%16s%16s%16s" % ("x flag <=256 B", "x memcpy >=1MiB", "barrier x flag",
+                                       "x kernel >=1MiB"))
     for name, p, data in runs:
-        bc, br = data.get("bcast", {}), data.get("barrier", {})
-        flag = (bc.get("flag") or br.get("flag") or {}).get(0)
-        mc = bc.get("memcpy", {})
-        impls = [i for coll in data.values() for i in coll if i not in ("memcpy", "flag")]
-        for impl in OrderedDict.fromkeys(impls):
-            small = gmean([t / flag for b, t in bc.get(impl, {}).items() if b <= 256 and flag])
-            big = gmean([t / mc[b] for b, t in bc.get(impl, {}).items() if b > 524288 and mc.get(b)])
-            bar = br.get(impl, {}).get(0)
+        br = data.get("barrier", {})
+        flag = next((data[c]["flag"].get(0) for c in data if "flag" in data[c]), None)
+        for coll, impl in rows(data, LIMITS):
+            d = data.get(coll, {})
+            mc, kern = d.get("memcpy", {}), d.get("reduce-kernel", {})
+            small = gmean([t / flag for b, t in d.get(impl, {}).items() if b <= 256 and flag])
+            big = gmean([t / mc[b] for b, t in d.get(impl, {}).items() if b > 524288 and mc.get(b)])
+            kbig = gmean([t / kern[b] for b, t in d.get(impl, {}).items()
+                          if b > 524288 and kern.get(b)])
+            bar = br.get(impl, {}).get(0) if coll == "bcast" else None
             bar = bar / flag if bar and flag else None
-            print(row(name, impl) + "".join("%16s" % ("-" if v is None else "%.2f" % v)
-                                            for v in (small, big, bar)))
+            print(row(name, coll, impl) + "".join(fmt(v, 16) for v in (small, big, bar, kbig)))
 
 
 def main():
@@ -324,7 +354,7 @@ def main():
         else:
             if a.ref not in impls:
                 sys.exit("plot.py: --ref %s: no such implementation in %s" % (a.ref, a.csv))
-            panels += bcast_panels(coll, impls, a.stat, a.ref)
+            panels += sized_panels(coll, impls, a.stat, a.ref)
     ncols = 2 if len(panels) > 1 else 1
     nrows = int(math.ceil(len(panels) / ncols))
     fig, axes = plt.subplots(nrows, ncols, figsize=(6.5 * ncols, 4.2 * nrows), squeeze=False)

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# make bench: numacoll's broadcast (1 B .. 16 MiB, and 0) and barrier against the MPI
-# library's own, on this machine, with p = number of cores and p = 4 (oversubscribed
-# when the machine has fewer cores), for Open MPI and for MPICH when it is built.
-# Prints each table and a summary; writes bench/results/<mpi>-p<p>.{txt,csv,png} and
+# make bench: numacoll's broadcast (1 B .. 16 MiB, and 0) and barrier, then its reduce
+# and allreduce (MPI_SUM of doubles, 0 and 8 B .. 16 MiB in steps of 8x, at most 1000
+# calls per size), against the MPI library's own, on this machine, with p = number of
+# cores and p = 4 (oversubscribed when the machine has fewer cores), for Open MPI and
+# for MPICH when it is built.
+# Prints each table and a summary; writes bench/results/<mpi>-p<p>.{txt,csv,png} (bcast,
+# barrier), <mpi>-p<p>-reduce.{txt,csv,png} (reduce, allreduce) and
 # bench/results/summary.txt. See bench/README.md.
 #
 # Environment:
@@ -13,6 +16,9 @@
 #   NUMACOLL_BENCH_RUNS       runs; 3 or more drop the min and max of t_max (3; the paper: 5)
 #   NUMACOLL_BENCH_NPS        process counts (default: "$(nproc) 4")
 #   NUMACOLL_BENCH_MPIS       which libraries (default: "openmpi mpich")
+#   NUMACOLL_BENCH_REDUCE_SIZES  sizes of reduce and allreduce
+#                             (default 0,8,64,512,4K,32K,256K,1M,4M,16M; "": no reductions)
+#   NUMACOLL_BENCH_REDUCE_OPTS   their operation and type (default "--op sum --type double")
 # Extra arguments go to every numacoll-bench run (e.g. --impl native,numacoll,flat=numacoll:tree=flat).
 set -euo pipefail
 
@@ -24,6 +30,8 @@ runs=${NUMACOLL_BENCH_RUNS:-3}
 cores=$(nproc)
 nps=${NUMACOLL_BENCH_NPS:-$(printf '%s\n' "$cores" 4 | sort -nu | tr '\n' ' ')}
 mpis=${NUMACOLL_BENCH_MPIS:-openmpi mpich}
+red_sizes=${NUMACOLL_BENCH_REDUCE_SIZES-0,8,64,512,4K,32K,256K,1M,4M,16M}
+read -r -a red_opts <<< "${NUMACOLL_BENCH_REDUCE_OPTS:---op sum --type double}"
 # Debian's python3-matplotlib belongs to /usr/bin/python3 (not to a pyenv/venv python3)
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
@@ -59,21 +67,32 @@ for mpi in $mpis; do
             flags=(-n "$np")
             [ "$np" -le "$cores" ] && flags+=(-bind-to core)
         fi
-        name=$mpi-p$np
-        echo "== $name: $launcher ${flags[*]} $exe"
-        rc=0
-        timeout 240 "$launcher" "${flags[@]}" "$exe" -c bcast,barrier -m 0:24 --off-cache \
-            --iter 5000,250 --time-per-size "$tps" --runs "$runs" \
-            --csv "$out/$name.csv" --plot "$out/$name.png" "$@" \
-            > "$out/$name.txt" || rc=$?
-        cat "$out/$name.txt"
-        case $rc in
-        0) csvs+=("$out/$name.csv") ;;
-        3) csvs+=("$out/$name.csv"); echo "bench: $name: the plot failed (see above)" ;;
-        124) echo "bench: $name: timed out after 240 s" ;;
-        *) echo "bench: $name: numacoll-bench failed (exit $rc)" ;;
-        esac
-        echo
+        for part in bcast reduce; do
+            if [ "$part" = bcast ]; then
+                name=$mpi-p$np
+                what=(-c bcast,barrier -m 0:24 --iter 5000,250)
+            else
+                [ -n "$red_sizes" ] || continue
+                name=$mpi-p$np-reduce
+                # at most 1000 calls per size: the reductions' small sizes are where a
+                # loaded machine's preemptions stretch the time per size most
+                what=(-c reduce,allreduce -m "$red_sizes" --iter 1000,250 "${red_opts[@]}")
+            fi
+            echo "== $name: $launcher ${flags[*]} $exe ${what[*]}"
+            rc=0
+            timeout 240 "$launcher" "${flags[@]}" "$exe" "${what[@]}" --off-cache \
+                --time-per-size "$tps" --runs "$runs" \
+                --csv "$out/$name.csv" --plot "$out/$name.png" "$@" \
+                > "$out/$name.txt" || rc=$?
+            cat "$out/$name.txt"
+            case $rc in
+            0) csvs+=("$out/$name.csv") ;;
+            3) csvs+=("$out/$name.csv"); echo "bench: $name: the plot failed (see above)" ;;
+            124) echo "bench: $name: timed out after 240 s" ;;
+            *) echo "bench: $name: numacoll-bench failed (exit $rc)" ;;
+            esac
+            echo
+        done
     done
 done
 

@@ -1,9 +1,10 @@
 cmake_minimum_required(VERSION 3.18)
 # Checks a CSV written by a real numacoll-bench run:
-#   cmake -DCSV=file -DROWS=n -DP=p -DIMPLS=a|b|c -P check_csv.cmake
-# exact header, ROWS data rows, every row 8 fields with collective bcast|barrier,
-# p = P, positive iterations, 0 <= t_min <= t_avg <= t_max, and every impl of
-# IMPLS present (plus memcpy and flag).
+#   cmake -DCSV=file -DROWS=n -DP=p -DIMPLS=a|b|c [-DREDUCE=1 -DELEM=bytes] -P check_csv.cmake
+# exact header, ROWS data rows, every row 8 fields with collective
+# bcast|barrier|reduce|allreduce, p = P, positive iterations, 0 <= t_min <= t_avg <= t_max,
+# and every impl of IMPLS present (plus memcpy and flag; with REDUCE, reduce-kernel too).
+# ELEM: the element size of the reductions; their sizes must be multiples of it.
 file(STRINGS "${CSV}" _lines)
 list(LENGTH _lines _n)
 list(GET _lines 0 _head)
@@ -18,10 +19,11 @@ endif()
 set(_seen "")
 foreach(_i RANGE 1 ${_rows})
   list(GET _lines ${_i} _l)
-  if(NOT _l MATCHES "^(bcast|barrier),(\"[^\"]*\"|[^,\"]+),(.*)$")
+  if(NOT _l MATCHES "^(bcast|barrier|reduce|allreduce),(\"[^\"]*\"|[^,\"]+),(.*)$")
     string(APPEND _fail "malformed row: ${_l}\n")
     continue()
   endif()
+  set(_coll "${CMAKE_MATCH_1}")
   set(_impl "${CMAKE_MATCH_2}")
   string(REPLACE "," ";" _f "${CMAKE_MATCH_3}")
   list(LENGTH _f _nf)
@@ -30,6 +32,7 @@ foreach(_i RANGE 1 ${_rows})
     continue()
   endif()
   list(GET _f 0 _p)
+  list(GET _f 1 _bytes)
   list(GET _f 2 _it)
   list(GET _f 3 _tmin)
   list(GET _f 4 _tavg)
@@ -46,8 +49,17 @@ foreach(_i RANGE 1 ${_rows})
   if(_tmin GREATER _tavg OR _tavg GREATER _tmax)
     string(APPEND _fail "times out of order: ${_l}\n")
   endif()
+  if(ELEM AND _coll MATCHES "reduce" AND _bytes MATCHES "^[0-9]+$")
+    math(EXPR _rem "${_bytes} % ${ELEM}")
+    if(NOT _rem EQUAL 0)
+      string(APPEND _fail "not whole ${ELEM}-byte elements: ${_l}\n")
+    endif()
+  endif()
 endforeach()
 string(REPLACE "|" ";" _want "${IMPLS};memcpy;flag")
+if(REDUCE)
+  list(APPEND _want reduce-kernel)
+endif()
 foreach(_w IN LISTS _want)
   list(FIND _seen "${_w}" _at)
   if(_at LESS 0)

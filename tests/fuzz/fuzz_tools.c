@@ -643,8 +643,18 @@ static void gen_bench_value(fz_rng_t *r, const char *opt, fz_buf_t *b)
     char num[64];
     if (!strcmp(opt, "-c") || !strcmp(opt, "--collective")) {
         static const char *const c[] = {"bcast", "barrier", "bcast,barrier", "barrier,bcast",
-                                        "allreduce", "bcast,bcast"};
+                                        "allreduce", "bcast,bcast", "reduce", "reduce,allreduce",
+                                        "allreduce,barrier,reduce,bcast", "reduce,reduce",
+                                        "alltoall", "reduce,", ",", "Reduce"};
         fz_puts(b, FZ_PICK(r, c));
+    } else if (!strcmp(opt, "--op")) {
+        static const char *const ops[] = {"sum", "prod", "min", "max", "land", "lor", "lxor",
+                                          "band", "bor", "bxor", "avg", "SUM", "", "minloc"};
+        fz_puts(b, FZ_PICK(r, ops));
+    } else if (!strcmp(opt, "--type")) {
+        static const char *const t[] = {"double", "float", "int", "int32", "long", "int64",
+                                        "char", "uint8", "half", "int8", "Double", ""};
+        fz_puts(b, FZ_PICK(r, t));
     } else if (!strcmp(opt, "-m") || !strcmp(opt, "--msglog")) {
         if (fz_one_in(r, 2)) {
             fz_printf(b, "%d:%d", (int)fz_below(r, 32), (int)fz_below(r, 32));
@@ -717,7 +727,7 @@ static void gen_bench_argv(fz_rng_t *r, fz_argv_t *a)
     static const char *const valued[] = {"-c", "--collective", "-m", "--msglog", "--impl",
                                          "--sweep", "--sweep-base", "--iter", "--time-per-size",
                                          "--warmup", "--root", "--runs", "--stat", "--csv",
-                                         "--plot", "--np", "--off-cache"};
+                                         "--plot", "--np", "--off-cache", "--op", "--type"};
     static const char *const flags[] = {"--no-zero", "--no-limits", "--root-shift",
                                         "--verify-each", "-q", "--quiet", "--dry-run",
                                         "--fake-timings", "--off-cache"};
@@ -751,13 +761,39 @@ static struct nc_bench_opts bench_o;
 
 static void check_bench_accepted(const struct nc_bench_opts *o)
 {
-    FZ_CHECK(o->ncoll >= 1 && o->ncoll <= NC_BENCH_NCOLL &&
-                 (o->ncoll == 1 || o->coll[0] != o->coll[1]),
-             "collectives: %d", o->ncoll);
+    FZ_CHECK(o->ncoll >= 1 && o->ncoll <= NC_BENCH_NCOLL, "collectives: %d", o->ncoll);
+    for (int a = 0; a < o->ncoll; a++) {
+        FZ_CHECK((int)o->coll[a] >= 0 && o->coll[a] < NC_BENCH_NCOLL, "collective %d",
+                 (int)o->coll[a]);
+        for (int b = 0; b < a; b++)
+            FZ_CHECK(o->coll[a] != o->coll[b], "collective %s twice",
+                     nc_bench_coll_name(o->coll[a]));
+    }
     FZ_CHECK(o->nsizes >= 1 && o->nsizes <= NC_BENCH_MAX_SIZES, "%d sizes", o->nsizes);
     for (int k = 0; k < o->nsizes; k++)
         FZ_CHECK(o->sizes[k] <= (size_t)1 << 30 && (!k || o->sizes[k - 1] < o->sizes[k]),
                  "size %d = %zu (sorted, unique, at most 1 GiB)", k, o->sizes[k]);
+    /* reductions: an op MPI defines on the type (logical and bitwise: integers only), and
+     * the sizes rounded down to whole elements, sorted, unique, one per given size at most */
+    size_t tb = nc_bench_type_bytes(o->type);
+    int fp = o->type == NUMACOLL_DOUBLE || o->type == NUMACOLL_FLOAT;
+    FZ_CHECK(tb == 1 || tb == 4 || tb == 8, "type %d: %zu bytes", (int)o->type, tb);
+    FZ_CHECK((int)o->op >= NUMACOLL_SUM && o->op <= NUMACOLL_BXOR &&
+                 (!fp || o->op <= NUMACOLL_MAX),
+             "--op %s on --type %s", nc_bench_op_name(o->op), nc_bench_type_name(o->type));
+    FZ_CHECK(nc_bench_has_reduction(o) || (o->type == NUMACOLL_DOUBLE && o->op == NUMACOLL_SUM),
+             "--op/--type accepted without a reduction");
+    FZ_CHECK(o->nred_sizes >= 1 && o->nred_sizes <= o->nsizes, "%d reduction sizes of %d",
+             o->nred_sizes, o->nsizes);
+    for (int k = 0; k < o->nred_sizes; k++) {
+        size_t v = o->red_sizes[k];
+        int from = 0;
+        for (int j = 0; j < o->nsizes; j++)
+            from |= o->sizes[j] / tb * tb == v;
+        FZ_CHECK(v % tb == 0 && from && (!k || o->red_sizes[k - 1] < v),
+                 "reduction size %d = %zu (whole %zu-byte elements of a given size, sorted, "
+                 "unique)", k, v, tb);
+    }
     FZ_CHECK(o->iter_max >= 1 && o->iter_max <= 1000000000L && o->warmup >= 0 &&
                  o->warmup <= 1000000 && o->time_per_size > 0 && o->time_per_size <= 3600 &&
                  o->runs >= 1 && o->runs <= 1000 && o->root >= 0 && o->root <= 1 << 24 &&
@@ -804,7 +840,9 @@ static void bench_one(fz_rng_t *r, long idx)
     static const char *const dict[] = {
         "--dry-run", "--np", "--root", "--impl", "--sweep", "--sweep-base", "-m", "-c", "--iter",
         "--csv", "--plot", "-", "=", ",", ":", "numacoll:", "native", "s=", "q=", "f=", "tree=",
-        "NUMACOLL_BCAST_QUEUE_LEN=", "0:30", "1G", "65", "--off-cache=", "--fake-timings"};
+        "NUMACOLL_BCAST_QUEUE_LEN=", "0:30", "1G", "65", "--off-cache=", "--fake-timings",
+        "--op", "--type", "reduce", "allreduce", "reduce,allreduce", "sum", "bxor", "land",
+        "double", "float", "int", "uint8", "char"};
     gen_argv_input(r, &a, "numacoll-bench", dict, sizeof dict / sizeof dict[0], 30, gen_bench_argv);
     char err[NC_BENCH_ERRLEN] = "";
     int rc = nc_bench_opts_parse(a.argc, a.argv, &bench_o, err, sizeof err);

@@ -3,7 +3,8 @@
  *
  *   nc_bench_options.c  command line -> plan (MPI-free), --dry-run plan printer
  *   nc_bench_machine.c  last-level cache size, CPU model, cores, NUMA nodes (hwloc)
- *   nc_bench_measure.c  buffers, timing loops of the collectives, memcpy and flag
+ *   nc_bench_measure.c  buffers, timing loops of the collectives, memcpy,
+ *                       reduce-kernel and flag; the reductions' inputs and check
  *   nc_bench_report.c   runs -> one result per (implementation, size); table, summary,
  *                       CSV; --fake-timings; plot script launch
  *   nc_bench_main.c     main(): parse, MPI_Init, communicators, runs, report
@@ -17,6 +18,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "numacoll.h" /* numacoll_type_t, numacoll_op_t (MPI-free) */
+
 #define NC_BENCH_ERRLEN 512
 #define NC_BENCH_EXIT_USAGE 2  /* bad option: one line on stderr, nothing measured */
 #define NC_BENCH_EXIT_PLOT 3   /* measurement done, CSV written, the plot failed */
@@ -26,13 +29,18 @@
 #define NC_BENCH_LABEL 256
 #define NC_BENCH_CANARY 64      /* guard bytes after every message, checked after timing */
 #define NC_BENCH_MIN_ITER 5     /* time cap never goes below min(this, --iter R) */
+#define NC_BENCH_MAX_LIMITS 3   /* memcpy, reduce-kernel, flag */
 
-enum nc_bench_coll { NC_BENCH_BCAST = 0, NC_BENCH_BARRIER, NC_BENCH_NCOLL };
+enum nc_bench_coll {
+    NC_BENCH_BCAST = 0, NC_BENCH_BARRIER, NC_BENCH_REDUCE, NC_BENCH_ALLREDUCE, NC_BENCH_NCOLL
+};
 
 enum nc_bench_kind {
     NC_IMPL_NATIVE,   /* PMPI_*: the MPI library's own algorithm */
     NC_IMPL_NUMACOLL, /* MPI_*: numacoll's wrapper on a communicator set up with params */
     NC_IMPL_MEMCPY,   /* one core's memcpy of the same bytes, same cache policy */
+    NC_IMPL_KERNEL,   /* reductions: one core's numacoll_reduce_local (inout op= in), same
+                       * bytes and cache policy */
     NC_IMPL_FLAG      /* one-way latency of a cache-line flag between ranks 0 and 1 */
 };
 
@@ -57,6 +65,12 @@ struct nc_bench_opts {
     int nsizes;
     size_t sizes[NC_BENCH_MAX_SIZES];
     const char *sizes_text;
+    /* reduce, allreduce: --type and --op, and the sizes rounded down to whole elements
+     * (sorted, unique; a size below one element is count 0) */
+    numacoll_type_t type;
+    numacoll_op_t op;
+    int nred_sizes;
+    size_t red_sizes[NC_BENCH_MAX_SIZES];
     long iter_max;        /* --iter R */
     double iter_vol_mib;  /* --iter R,V: at most V MiB per (impl, size); 0 = no cap */
     int warmup;
@@ -70,7 +84,7 @@ struct nc_bench_opts {
     int impl_given;
     const char *sweep;    /* --sweep text */
     const char *sweep_base; /* --sweep-base: tunables common to the sweep's configurations */
-    int limits;           /* measure memcpy and flag too */
+    int limits;           /* measure memcpy, flag (and reduce-kernel for reductions) too */
     enum nc_bench_stat stat;
     int verify_each;
     const char *csv, *plot;
@@ -85,8 +99,21 @@ int nc_bench_parse_size(const char *s, size_t *out);
 void nc_bench_format_size(size_t bytes, char *buf, size_t len);
 const char *nc_bench_coll_name(enum nc_bench_coll c);
 const char *nc_bench_stat_name(enum nc_bench_stat s);
-/* Sizes measured for collective c (the barrier has the one size 0). */
+/* Sizes measured for collective c in bytes (the barrier has the one size 0; reduce and
+ * allreduce: whole elements of --type). */
 int nc_bench_coll_sizes(const struct nc_bench_opts *o, enum nc_bench_coll c, const size_t **sizes);
+int nc_bench_coll_is_reduction(enum nc_bench_coll c);
+int nc_bench_has_reduction(const struct nc_bench_opts *o);
+/* --type and --op: names as the user writes them, MPI's names, element bytes. */
+const char *nc_bench_type_name(numacoll_type_t t);
+const char *nc_bench_type_mpi_name(numacoll_type_t t);
+size_t nc_bench_type_bytes(numacoll_type_t t);
+const char *nc_bench_op_name(numacoll_op_t op);
+const char *nc_bench_op_mpi_name(numacoll_op_t op);
+/* Pool slot of one call of `bytes`: a reduction's send buffer, then its receive buffer at
+ * nc_bench_recv_offset() (both followed by guard bytes); the message itself otherwise. */
+size_t nc_bench_slot_bytes(enum nc_bench_coll c, size_t bytes);
+size_t nc_bench_recv_offset(size_t bytes);
 /* Iterations allowed by --iter R,V for a message of `bytes` (before the time cap). */
 long nc_bench_iter_cap(const struct nc_bench_opts *o, size_t bytes);
 /* Buffer pool geometry of one size: stride between buffers and how many rotate. */
@@ -119,7 +146,7 @@ struct nc_bench_result {
 
 struct nc_bench_results {
     int runs, nimpl_all, ncoll;
-    /* [run][coll][impl][size]; impl indexes opts->impl then memcpy, flag */
+    /* [run][coll][impl][size]; impl indexes opts->impl then memcpy, reduce-kernel, flag */
     struct nc_bench_result *r;
     int nsizes;
 };
@@ -131,9 +158,9 @@ struct nc_bench_context {
     char mpi[160];          /* MPI library and version */
     char cache_policy[160]; /* off-cache pool or cache-resident */
     char notes[256];        /* timer, binding: one more header line when not empty */
-    int nimpl_all;          /* opts impls + memcpy + flag */
-    struct nc_bench_impl all[NC_BENCH_MAX_IMPLS + 2];
-    char setup[NC_BENCH_MAX_IMPLS + 2][200]; /* numacoll team as set up, per impl */
+    int nimpl_all;          /* opts impls + memcpy (+ reduce-kernel) + flag */
+    struct nc_bench_impl all[NC_BENCH_MAX_IMPLS + NC_BENCH_MAX_LIMITS];
+    char setup[NC_BENCH_MAX_IMPLS + NC_BENCH_MAX_LIMITS][200]; /* numacoll team, per impl */
 };
 
 int nc_bench_results_init(struct nc_bench_results *res, const struct nc_bench_context *ctx);

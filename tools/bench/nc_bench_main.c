@@ -10,8 +10,9 @@
  *     the communicator up on its first call, with the tunables of that moment),
  *     and every rank must then see it active;
  *  5. buffers and the flag page;
- *  6. runs x collectives x sizes x implementations, interleaved size by size, the
- *     flag once per run;
+ *  6. runs x collectives x sizes x implementations, interleaved size by size (memcpy
+ *     for the sized collectives, reduce-kernel for the reductions), the flag once
+ *     per run;
  *  7. rank 0: table, summary, CSV; MPI_Finalize; then the plot (no fork inside MPI).
  */
 #include "nc_bench_mpi.h"
@@ -80,6 +81,12 @@ static void build_impls(struct nc_bench_context *ctx)
         memset(m, 0, sizeof *m);
         m->kind = NC_IMPL_MEMCPY;
         snprintf(m->label, sizeof m->label, "memcpy");
+        if (nc_bench_has_reduction(o)) {
+            struct nc_bench_impl *k = &ctx->all[ctx->nimpl_all++];
+            memset(k, 0, sizeof *k);
+            k->kind = NC_IMPL_KERNEL;
+            snprintf(k->label, sizeof k->label, "reduce-kernel");
+        }
         struct nc_bench_impl *f = &ctx->all[ctx->nimpl_all++];
         memset(f, 0, sizeof *f);
         f->kind = NC_IMPL_FLAG;
@@ -303,8 +310,10 @@ int main(int argc, char **argv)
             for (int s = 0; s < ns; s++)
                 for (int i = 0; i < ctx.nimpl_all; i++) {
                     const struct nc_bench_impl *im = &ctx.all[i];
+                    int red = nc_bench_coll_is_reduction(o.coll[c]);
                     if (im->kind == NC_IMPL_FLAG ||
-                        (im->kind == NC_IMPL_MEMCPY && o.coll[c] != NC_BENCH_BCAST))
+                        (im->kind == NC_IMPL_MEMCPY && o.coll[c] != NC_BENCH_BCAST && !red) ||
+                        (im->kind == NC_IMPL_KERNEL && !red))
                         continue;
                     out = rank == 0 ? nc_bench_result_at(&res, run, c, i, s) : &scratch;
                     nc_bench_measure(&b, &ctx, run, c, i, s, out);

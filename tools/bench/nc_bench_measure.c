@@ -10,16 +10,23 @@
  *   2. numacoll only: the communicator must be active (else abort with a message);
  *   3. fill: the root of the first call that uses pool buffer k holds pattern(k) in
  *      it, every other rank holds the complement; guard bytes follow each message;
- *   4. timing (bcast): per call PMPI_Barrier (untimed), then the timed call; the
- *      buffer is the next of the pool (--off-cache) and the root may rotate;
+ *      reductions: a pool buffer is a send buffer holding this rank's inputs (a
+ *      function of op, rank and element, see reduction inputs below) and a receive
+ *      buffer holding the complement of the expected result, guard bytes after both;
+ *   4. timing (bcast, reduce, allreduce): per call PMPI_Barrier (untimed), then the
+ *      timed call; the buffer is the next of the pool (--off-cache) and the root (bcast,
+ *      reduce) may rotate;
  *      timing (barrier): n calls back to back, timed as one loop (IMB's way);
  *   5. numacoll's counters: calls handed to PMPI are reported, calls that missed
  *      the wrapper altogether abort (a link order problem, not a measurement);
  *   6. verification: every used buffer must hold pattern(k) on every rank, guard
  *      bytes untouched; a wrong byte aborts with rank, size, offset and values;
+ *      reductions: the first call's result (on its root, or on every rank for
+ *      allreduce) must be the exact value, its send buffer unchanged, the guard bytes
+ *      of every used buffer untouched; a wrong element aborts with its value;
  *   7. per-rank mean -> t_min, t_avg, t_max over ranks (PMPI_Reduce to rank 0).
- * memcpy runs on rank 0 alone, flag on ranks 0 and 1; the other ranks sleep in a
- * polled Ibarrier so that they do not steal the cores (p > cores).
+ * memcpy and reduce-kernel run on rank 0 alone, flag on ranks 0 and 1; the other
+ * ranks sleep in a polled Ibarrier so that they do not steal the cores (p > cores).
  */
 #include "nc_bench_mpi.h"
 
@@ -155,6 +162,192 @@ static size_t check(const unsigned char *buf, size_t m, uint64_t key, unsigned *
     return (size_t)-1;
 }
 
+/* ---- reduction inputs and results ----------------------------------------------
+ * Element k of rank r's input depends on r and j = k mod 8 only, so every element of
+ * the result is one of 8 values, folded here once per measurement. Inputs are small
+ * non-negative integers or single bits, so every result is exact in every type and
+ * does not depend on the order of evaluation (w: bits of an element):
+ *   sum        r + 1 + j                 prod       2 if r mod 8 = j, else 1
+ *   min, max   1 + (r + j) mod p         land       0 if r mod 8 = j, else 1
+ *   lor, lxor  1 if r mod 8 = j, else 0  band       every bit but bit (r + j) mod w
+ *   bor, bxor  bit (r + j) mod w
+ * Integers are computed modulo 2^w (a uint8 sum wraps, as MPI's does). The receive
+ * buffers start as the complement of the result: a call that writes nothing fails. */
+#define RED_PERIOD 8
+
+struct red_ref {
+    numacoll_type_t type;
+    size_t tb;                               /* bytes of an element */
+    unsigned char in[RED_PERIOD * 8];        /* this rank's inputs, j = 0..7 */
+    unsigned char want[RED_PERIOD * 8];      /* the result */
+    unsigned char junk[RED_PERIOD * 8];      /* ~want: the receive buffer before a call */
+};
+
+static uint64_t red_input(numacoll_op_t op, int r, int j, int p, unsigned w)
+{
+    unsigned bit = (unsigned)(((long)r + j) % (long)w);
+    switch (op) {
+    case NUMACOLL_SUM:
+        return (uint64_t)r + 1 + (uint64_t)j;
+    case NUMACOLL_PROD:
+        return r % RED_PERIOD == j ? 2 : 1;
+    case NUMACOLL_MIN:
+    case NUMACOLL_MAX:
+        return 1 + (uint64_t)(((long)r + j) % p);
+    case NUMACOLL_LAND:
+        return r % RED_PERIOD != j;
+    case NUMACOLL_LOR:
+    case NUMACOLL_LXOR:
+        return r % RED_PERIOD == j;
+    case NUMACOLL_BAND:
+        return ~(1ULL << bit);
+    default: /* bor, bxor */
+        return 1ULL << bit;
+    }
+}
+
+static uint64_t fold_int(numacoll_op_t op, uint64_t a, uint64_t x)
+{
+    switch (op) {
+    case NUMACOLL_SUM:
+        return a + x;
+    case NUMACOLL_PROD:
+        return a * x;
+    case NUMACOLL_MIN:
+        return x < a ? x : a;
+    case NUMACOLL_MAX:
+        return x > a ? x : a;
+    case NUMACOLL_LAND:
+        return a && x;
+    case NUMACOLL_LOR:
+        return a || x;
+    case NUMACOLL_LXOR:
+        return !a != !x;
+    case NUMACOLL_BAND:
+        return a & x;
+    case NUMACOLL_BOR:
+        return a | x;
+    default:
+        return a ^ x;
+    }
+}
+
+static double fold_fp(numacoll_op_t op, double a, double x)
+{
+    switch (op) {
+    case NUMACOLL_PROD:
+        return a * x;
+    case NUMACOLL_MIN:
+        return x < a ? x : a;
+    case NUMACOLL_MAX:
+        return x > a ? x : a;
+    default:
+        return a + x;
+    }
+}
+
+/* One element of type t from an integer (modulo 2^w) or a floating value. */
+static void store_elem(numacoll_type_t t, unsigned char *dst, uint64_t iv, double fv)
+{
+    if (t == NUMACOLL_FLOAT) {
+        float f = (float)fv;
+        memcpy(dst, &f, sizeof f);
+    } else if (t == NUMACOLL_DOUBLE) {
+        memcpy(dst, &fv, sizeof fv);
+    } else if (t == NUMACOLL_INT32) {
+        int32_t v = (int32_t)(uint32_t)iv;
+        memcpy(dst, &v, sizeof v);
+    } else if (t == NUMACOLL_INT64) {
+        int64_t v = (int64_t)iv;
+        memcpy(dst, &v, sizeof v);
+    } else {
+        dst[0] = (unsigned char)iv;
+    }
+}
+
+static void format_elem(numacoll_type_t t, const unsigned char *e, char *buf, size_t len)
+{
+    if (t == NUMACOLL_FLOAT) {
+        float f;
+        memcpy(&f, e, sizeof f);
+        snprintf(buf, len, "%.9g", (double)f);
+    } else if (t == NUMACOLL_DOUBLE) {
+        double d;
+        memcpy(&d, e, sizeof d);
+        snprintf(buf, len, "%.17g", d);
+    } else if (t == NUMACOLL_INT32) {
+        int32_t v;
+        memcpy(&v, e, sizeof v);
+        snprintf(buf, len, "%ld", (long)v);
+    } else if (t == NUMACOLL_INT64) {
+        int64_t v;
+        memcpy(&v, e, sizeof v);
+        snprintf(buf, len, "%lld", (long long)v);
+    } else {
+        snprintf(buf, len, "%u", (unsigned)e[0]);
+    }
+}
+
+/* The inputs of rank `rank` of p, and the result of the p ranks' reduction. */
+static void red_ref_init(struct red_ref *ref, const struct nc_bench_opts *o, int rank, int p)
+{
+    numacoll_type_t t = o->type;
+    size_t tb = nc_bench_type_bytes(t);
+    unsigned w = (unsigned)(8 * tb);
+    uint64_t mask = w == 64 ? ~0ULL : (1ULL << w) - 1;
+    ref->type = t;
+    ref->tb = tb;
+    for (int j = 0; j < RED_PERIOD; j++) {
+        uint64_t acc = red_input(o->op, 0, j, p, w) & mask;
+        double facc = (double)acc;
+        for (int r = 1; r < p; r++) {
+            uint64_t x = red_input(o->op, r, j, p, w) & mask;
+            acc = fold_int(o->op, acc, x) & mask;
+            facc = fold_fp(o->op, facc, (double)x);
+            if (t == NUMACOLL_FLOAT)
+                facc = (float)facc; /* MPI adds floats as floats (exact here anyway) */
+        }
+        uint64_t mine = red_input(o->op, rank, j, p, w) & mask;
+        store_elem(t, ref->want + (size_t)j * tb, acc, facc);
+        store_elem(t, ref->in + (size_t)j * tb, mine, (double)mine);
+    }
+    for (size_t k = 0; k < sizeof ref->junk; k++)
+        ref->junk[k] = (unsigned char)~ref->want[k];
+}
+
+/* m bytes of whole elements: element k = pat[k mod 8], then the guard bytes */
+static void red_fill(unsigned char *buf, size_t m, const unsigned char *pat, size_t tb)
+{
+    size_t chunk = RED_PERIOD * tb, k = 0;
+    for (; k + chunk <= m; k += chunk)
+        memcpy(buf + k, pat, chunk);
+    memcpy(buf + k, pat, m - k);
+    memset(buf + m, 0xA5, NC_BENCH_CANARY);
+}
+
+/* First element k of buf (m bytes) that is not pat[k mod 8], or (size_t)-1. */
+static size_t red_mismatch(const unsigned char *buf, size_t m, const unsigned char *pat, size_t tb)
+{
+    size_t chunk = RED_PERIOD * tb;
+    for (size_t k = 0; k < m; k += chunk) {
+        size_t len = m - k < chunk ? m - k : chunk;
+        if (memcmp(buf + k, pat, len))
+            for (size_t e = 0; e < len; e += tb)
+                if (memcmp(buf + k + e, pat + e, tb))
+                    return (k + e) / tb;
+    }
+    return (size_t)-1;
+}
+
+/* Offset of the first changed guard byte after buf + m, or (size_t)-1. */
+static size_t guard_changed(const unsigned char *buf, size_t m)
+{
+    for (size_t j = 0; j < NC_BENCH_CANARY; j++)
+        if (buf[m + j] != 0xA5)
+            return j;
+    return (size_t)-1;
+}
+
 /* ---- set-up ------------------------------------------------------------------- */
 
 static void *map_pool(size_t bytes)
@@ -222,6 +415,11 @@ int nc_bench_mpi_setup(struct nc_bench_mpi *b, const struct nc_bench_opts *o, si
         int ns = nc_bench_coll_sizes(o, o->coll[c], &sizes);
         for (int s = 0; s < ns; s++) {
             size_t stride, nbuf;
+            /* the slot of the collective; memcpy and reduce-kernel use the message's */
+            nc_bench_pool_geometry(o, b->pool_min, nc_bench_slot_bytes(o->coll[c], sizes[s]),
+                                   &stride, &nbuf);
+            if (stride * nbuf > need)
+                need = stride * nbuf;
             nc_bench_pool_geometry(o, b->pool_min, sizes[s], &stride, &nbuf);
             if (stride * nbuf > need)
                 need = stride * nbuf;
@@ -263,21 +461,82 @@ static int root_of(const struct nc_bench_opts *o, int p, long i)
     return o->root_shift ? (int)((o->root + i) % p) : o->root;
 }
 
-static void call(const struct nc_bench_impl *im, enum nc_bench_coll coll, MPI_Comm comm,
-                 void *buf, size_t m, int root)
+static const char *const mpi_call_name[NC_BENCH_NCOLL] = {"MPI_Bcast", "MPI_Barrier",
+                                                           "MPI_Reduce", "MPI_Allreduce"};
+
+static MPI_Datatype mpi_type(numacoll_type_t t)
 {
-    int rc;
-    if (coll == NC_BENCH_BCAST)
-        rc = im->kind == NC_IMPL_NATIVE ? PMPI_Bcast(buf, (int)m, MPI_BYTE, root, comm)
-                                        : MPI_Bcast(buf, (int)m, MPI_BYTE, root, comm);
-    else
-        rc = im->kind == NC_IMPL_NATIVE ? PMPI_Barrier(comm) : MPI_Barrier(comm);
+    switch (t) {
+    case NUMACOLL_FLOAT:
+        return MPI_FLOAT;
+    case NUMACOLL_INT32:
+        return MPI_INT32_T;
+    case NUMACOLL_INT64:
+        return MPI_INT64_T;
+    case NUMACOLL_UINT8:
+        return MPI_UINT8_T;
+    default:
+        return MPI_DOUBLE;
+    }
+}
+
+static MPI_Op mpi_op(numacoll_op_t op)
+{
+    switch (op) {
+    case NUMACOLL_PROD:
+        return MPI_PROD;
+    case NUMACOLL_MIN:
+        return MPI_MIN;
+    case NUMACOLL_MAX:
+        return MPI_MAX;
+    case NUMACOLL_LAND:
+        return MPI_LAND;
+    case NUMACOLL_LOR:
+        return MPI_LOR;
+    case NUMACOLL_LXOR:
+        return MPI_LXOR;
+    case NUMACOLL_BAND:
+        return MPI_BAND;
+    case NUMACOLL_BOR:
+        return MPI_BOR;
+    case NUMACOLL_BXOR:
+        return MPI_BXOR;
+    default:
+        return MPI_SUM;
+    }
+}
+
+/* buf: the message (bcast) or the pool slot of a reduction (send buffer, then the
+ * receive buffer at nc_bench_recv_offset(m)); m: bytes (whole elements for reductions) */
+static void call(const struct nc_bench_mpi *b, const struct nc_bench_impl *im,
+                 enum nc_bench_coll coll, MPI_Comm comm, unsigned char *buf, size_t m, int root)
+{
+    int rc, native = im->kind == NC_IMPL_NATIVE;
+    const struct nc_bench_opts *o = b->o;
+    int count = (int)(m / nc_bench_type_bytes(o->type));
+    void *recv = buf + nc_bench_recv_offset(m);
+    switch (coll) {
+    case NC_BENCH_BCAST:
+        rc = native ? PMPI_Bcast(buf, (int)m, MPI_BYTE, root, comm)
+                    : MPI_Bcast(buf, (int)m, MPI_BYTE, root, comm);
+        break;
+    case NC_BENCH_REDUCE:
+        rc = native ? PMPI_Reduce(buf, recv, count, mpi_type(o->type), mpi_op(o->op), root, comm)
+                    : MPI_Reduce(buf, recv, count, mpi_type(o->type), mpi_op(o->op), root, comm);
+        break;
+    case NC_BENCH_ALLREDUCE:
+        rc = native ? PMPI_Allreduce(buf, recv, count, mpi_type(o->type), mpi_op(o->op), comm)
+                    : MPI_Allreduce(buf, recv, count, mpi_type(o->type), mpi_op(o->op), comm);
+        break;
+    default:
+        rc = native ? PMPI_Barrier(comm) : MPI_Barrier(comm);
+        break;
+    }
     if (rc != MPI_SUCCESS) {
         char msg[MPI_MAX_ERROR_STRING];
         int len = 0;
         PMPI_Error_string(rc, msg, &len);
-        die("%s %s of %zu bytes failed: %s", im->label, coll == NC_BENCH_BCAST ? "MPI_Bcast"
-            : "MPI_Barrier", m, msg);
+        die("%s %s of %zu bytes failed: %s", im->label, mpi_call_name[coll], m, msg);
     }
 }
 
@@ -311,8 +570,41 @@ static uint64_t pattern_key(int run, int c, int impl, int s, long k)
            ((uint64_t)s << 34) ^ (uint64_t)k;
 }
 
-static void measure_memcpy(struct nc_bench_mpi *b, int c, int impl, int s, size_t m, int run,
-                           struct nc_bench_result *out)
+/* One call of a limit row: memcpy, or the reduction kernel (dst op= src). */
+static void limit_call(const struct nc_bench_opts *o, enum nc_bench_kind kind,
+                       const unsigned char *src, unsigned char *dst, size_t m)
+{
+    if (kind == NC_IMPL_MEMCPY) {
+        memcpy(dst, src, m);
+        __asm__ volatile("" : : "r"(dst) : "memory");
+        return;
+    }
+    int rc = numacoll_reduce_local(src, dst, m / nc_bench_type_bytes(o->type), o->type, o->op);
+    if (rc)
+        die("reduce-kernel: numacoll_reduce_local (%s on %s) of %zu bytes failed: %s",
+            nc_bench_op_name(o->op), nc_bench_type_name(o->type), m, numacoll_strerror(rc));
+}
+
+/* The reduction kernel's operands in slots [*ready, upto) of both pools: rank 0's
+ * inputs in src, rank 1's in dst (a fixed, sane start: no denormal or NaN left over
+ * from another size) */
+struct kernel_operands {
+    struct red_ref in0, in1;
+    long ready;
+};
+
+static void kernel_prepare(struct kernel_operands *k, unsigned char *src, unsigned char *dst,
+                           size_t m, size_t stride, size_t nbuf, long upto)
+{
+    for (; k->ready < (long)nbuf && k->ready < upto; k->ready++) {
+        red_fill(src + (size_t)k->ready * stride, m, k->in0.in, k->in0.tb);
+        red_fill(dst + (size_t)k->ready * stride, m, k->in1.in, k->in1.tb);
+    }
+}
+
+/* memcpy or reduce-kernel on rank 0 alone, the message's own pool geometry */
+static void measure_limit(struct nc_bench_mpi *b, enum nc_bench_kind kind, int c, int impl, int s,
+                          size_t m, int run, struct nc_bench_result *out)
 {
     const struct nc_bench_opts *o = b->o;
     size_t stride, nbuf;
@@ -320,16 +612,25 @@ static void measure_memcpy(struct nc_bench_mpi *b, int c, int impl, int s, size_
     if (b->rank == 0) {
         unsigned char *src = b->pool, *dst = b->dst;
         long n, w;
+        int kernel = kind == NC_IMPL_KERNEL;
+        struct kernel_operands k = {.ready = 0};
+        if (kernel) {
+            red_ref_init(&k.in0, o, 0, b->p);
+            red_ref_init(&k.in1, o, 1, b->p);
+        }
+#define SLOT(i) ((size_t)((i) % (long)nbuf) * stride)
         if (run == 0) {
+            if (kernel)
+                kernel_prepare(&k, src, dst, m, stride, nbuf, o->warmup > 1 ? o->warmup : 1);
             double t0 = now();
-            memcpy(dst, src, m);
+            limit_call(o, kind, src, dst, m);
             double t1 = now() - t0;
             w = o->warmup;
             if (t1 > 0 && (double)w * t1 > o->time_per_size / 4)
                 w = (long)(o->time_per_size / 4 / t1) + 1;
             t0 = now();
             for (long i = 1; i < w; i++)
-                memcpy(dst + (size_t)(i % (long)nbuf) * stride, src + (size_t)(i % (long)nbuf) * stride, m);
+                limit_call(o, kind, src + SLOT(i), dst + SLOT(i), m);
             double t_est = w > 1 ? (now() - t0) / (double)(w - 1) : t1;
             n = iterations(o, m, t_est);
             b->iters[c][impl][s] = n;
@@ -337,16 +638,18 @@ static void measure_memcpy(struct nc_bench_mpi *b, int c, int impl, int s, size_
         } else {
             n = b->iters[c][impl][s];
             w = b->warm[c][impl][s];
+            if (kernel)
+                kernel_prepare(&k, src, dst, m, stride, nbuf, w > n ? w : n);
             for (long i = 0; i < w; i++)
-                memcpy(dst + (size_t)(i % (long)nbuf) * stride, src + (size_t)(i % (long)nbuf) * stride, m);
+                limit_call(o, kind, src + SLOT(i), dst + SLOT(i), m);
         }
+        if (kernel)
+            kernel_prepare(&k, src, dst, m, stride, nbuf, n);
         double t0 = now();
-        for (long i = 0; i < n; i++) {
-            size_t off = (size_t)(i % (long)nbuf) * stride;
-            memcpy(dst + off, src + off, m);
-            __asm__ volatile("" : : "r"(dst + off) : "memory");
-        }
+        for (long i = 0; i < n; i++)
+            limit_call(o, kind, src + SLOT(i), dst + SLOT(i), m);
         double t = (now() - t0) / (double)n * 1e6;
+#undef SLOT
         out->t_min = out->t_avg = out->t_max = t;
         out->iters = n;
         out->valid = 1;
@@ -408,6 +711,46 @@ void nc_bench_measure_flag(struct nc_bench_mpi *b, int run, struct nc_bench_resu
     sleepy_barrier();
 }
 
+/* Reductions: the checks of pool slot `buf` after call i (slot k): the result on the
+ * ranks that get one (check_result: the first call, or every call with --verify-each),
+ * the send buffer unchanged, the guard bytes after both buffers. A failure aborts. */
+static void red_verify(const struct nc_bench_mpi *b, const struct red_ref *ref,
+                       const struct nc_bench_impl *im, enum nc_bench_coll coll,
+                       const unsigned char *buf, size_t m, int root, long i, long k, int run,
+                       int check_result)
+{
+    const struct nc_bench_opts *o = b->o;
+    const unsigned char *recv = buf + nc_bench_recv_offset(m);
+    int gets = coll == NC_BENCH_ALLREDUCE || b->rank == root;
+    char what[NC_BENCH_LABEL + 128], got[48], want[48];
+    size_t e, g, count = m / ref->tb;
+    int len = snprintf(what, sizeof what, "%s: %s (%s on %s) of %zu bytes (%zu element%s)",
+                       im->label, mpi_call_name[coll], nc_bench_op_mpi_name(o->op),
+                       nc_bench_type_mpi_name(o->type), m, count, count == 1 ? "" : "s");
+    if (coll == NC_BENCH_REDUCE && len > 0 && (size_t)len < sizeof what)
+        snprintf(what + len, sizeof what - (size_t)len, ", root %d", root);
+    if (check_result && gets && (e = red_mismatch(recv, m, ref->want, ref->tb)) != (size_t)-1) {
+        format_elem(ref->type, recv + e * ref->tb, got, sizeof got);
+        format_elem(ref->type, ref->want + (e % RED_PERIOD) * ref->tb, want, sizeof want);
+        die("%s, call %ld of run %d: wrong result at element %zu on %s: %s, expected %s", what, i,
+            run + 1, e, coll == NC_BENCH_REDUCE ? "the root" : "this rank", got, want);
+    }
+    if (check_result && (e = red_mismatch(buf, m, ref->in, ref->tb)) != (size_t)-1) {
+        format_elem(ref->type, buf + e * ref->tb, got, sizeof got);
+        format_elem(ref->type, ref->in + (e % RED_PERIOD) * ref->tb, want, sizeof want);
+        die("%s, call %ld of run %d: the send buffer changed at element %zu: %s, expected %s",
+            what, i, run + 1, e, got, want);
+    }
+    const unsigned char *hit = NULL;
+    if ((g = guard_changed(buf, m)) != (size_t)-1)
+        hit = buf;
+    else if ((g = guard_changed(recv, m)) != (size_t)-1)
+        hit = recv;
+    if (hit)
+        die("%s, buffer %ld, run %d: guard byte %zu after the %s buffer changed: 0x%02x, "
+            "expected 0xa5", what, k, run + 1, g, hit == buf ? "send" : "receive", hit[m + g]);
+}
+
 void nc_bench_measure(struct nc_bench_mpi *b, const struct nc_bench_context *ctx, int run, int c,
                       int impl, int s, struct nc_bench_result *out)
 {
@@ -418,25 +761,36 @@ void nc_bench_measure(struct nc_bench_mpi *b, const struct nc_bench_context *ctx
     nc_bench_coll_sizes(o, coll, &sizes);
     size_t m = sizes[s], stride, nbuf;
     memset(out, 0, sizeof *out);
-    if (im->kind == NC_IMPL_MEMCPY) {
-        measure_memcpy(b, c, impl, s, m, run, out);
+    if (im->kind == NC_IMPL_MEMCPY || im->kind == NC_IMPL_KERNEL) {
+        measure_limit(b, im->kind, c, impl, s, m, run, out);
         return;
     }
-    nc_bench_pool_geometry(o, b->pool_min, m, &stride, &nbuf);
+    int red = nc_bench_coll_is_reduction(coll);
+    nc_bench_pool_geometry(o, b->pool_min, nc_bench_slot_bytes(coll, m), &stride, &nbuf);
     MPI_Comm comm = b->comm[impl];
     int p = b->p, me = b->rank;
+    size_t roff = nc_bench_recv_offset(m);
+    struct red_ref ref;
+    if (red)
+        red_ref_init(&ref, o, me, p);
 #define BUF(i) (b->pool + (size_t)((i) % (long)nbuf) * stride)
 
-    /* 1. warm-up, and in run 0 the iteration count */
+    /* 1. warm-up, and in run 0 the iteration count (reductions: on real inputs, so that no
+     * denormal or NaN left over from another size slows a warm-up call down) */
     long n, w;
+    if (red) {
+        long warm_slots = run == 0 ? (o->warmup > 2 ? o->warmup : 2) + 2 : b->warm[c][impl][s];
+        for (long k = 0; k < warm_slots && k < (long)nbuf; k++)
+            red_fill(BUF(k), m, ref.in, ref.tb);
+    }
     if (run == 0) {
         /* call 0 may set the communicator up and fault pages in: not a sample */
         PMPI_Barrier(MPI_COMM_WORLD);
-        call(im, coll, comm, BUF(0), m, root_of(o, p, 0));
+        call(b, im, coll, comm, BUF(0), m, root_of(o, p, 0));
         /* the budget covers the barrier between calls too: time both */
         double t0 = now();
         PMPI_Barrier(MPI_COMM_WORLD);
-        call(im, coll, comm, BUF(1), m, root_of(o, p, 1));
+        call(b, im, coll, comm, BUF(1), m, root_of(o, p, 1));
         double t1 = now() - t0;
         PMPI_Allreduce(MPI_IN_PLACE, &t1, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         w = o->warmup > 2 ? o->warmup : 2;
@@ -450,7 +804,7 @@ void nc_bench_measure(struct nc_bench_mpi *b, const struct nc_bench_context *ctx
         for (long i = 2; i < w; i++) {
             t0 = now();
             PMPI_Barrier(MPI_COMM_WORLD);
-            call(im, coll, comm, BUF(i), m, root_of(o, p, i));
+            call(b, im, coll, comm, BUF(i), m, root_of(o, p, i));
             double dt = now() - t0;
             if (ns < NC_BENCH_WARM_SAMPLES)
                 samples[ns++] = dt;
@@ -465,7 +819,7 @@ void nc_bench_measure(struct nc_bench_mpi *b, const struct nc_bench_context *ctx
         w = b->warm[c][impl][s];
         for (long i = 0; i < w; i++) {
             PMPI_Barrier(MPI_COMM_WORLD);
-            call(im, coll, comm, BUF(i), m, root_of(o, p, i));
+            call(b, im, coll, comm, BUF(i), m, root_of(o, p, i));
         }
     }
 
@@ -480,24 +834,35 @@ void nc_bench_measure(struct nc_bench_mpi *b, const struct nc_bench_context *ctx
     if (coll == NC_BENCH_BCAST && !o->verify_each)
         for (long k = 0; k < used; k++)
             fill(BUF(k), m, pattern_key(run, c, impl, s, k), me != root_of(o, p, k));
+    if (red)
+        for (long k = 0; k < used; k++) {
+            red_fill(BUF(k), m, ref.in, ref.tb);
+            red_fill(BUF(k) + roff, m, ref.junk, ref.tb);
+        }
 
+    static const int stat_index[NC_BENCH_NCOLL] = {NUMACOLL_MPI_BCAST, NUMACOLL_MPI_BARRIER,
+                                                   NUMACOLL_MPI_REDUCE, NUMACOLL_MPI_ALLREDUCE};
     numacoll_mpi_stats_t st0, st1;
     numacoll_mpi_stats(&st0);
-    int cs = coll == NC_BENCH_BCAST ? NUMACOLL_MPI_BCAST : NUMACOLL_MPI_BARRIER;
+    int cs = stat_index[coll];
 
     /* 4. */
     double sum = 0;
-    if (coll == NC_BENCH_BCAST) {
+    if (coll != NC_BENCH_BARRIER) {
         for (long i = 0; i < n; i++) {
             unsigned char *buf = BUF(i);
             int root = root_of(o, p, i);
-            if (o->verify_each)
+            if (o->verify_each && red)
+                red_fill(buf + roff, m, ref.junk, ref.tb);
+            else if (o->verify_each)
                 fill(buf, m, pattern_key(run, c, impl, s, i), me != root);
             PMPI_Barrier(MPI_COMM_WORLD);
             double t0 = now();
-            call(im, coll, comm, buf, m, root);
+            call(b, im, coll, comm, buf, m, root);
             sum += now() - t0;
-            if (o->verify_each) {
+            if (o->verify_each && red) {
+                red_verify(b, &ref, im, coll, buf, m, root, i, i % (long)nbuf, run, 1);
+            } else if (o->verify_each) {
                 unsigned got = 0, want = 0;
                 size_t off = check(buf, m, pattern_key(run, c, impl, s, i), &got, &want);
                 if (off != (size_t)-1)
@@ -510,7 +875,7 @@ void nc_bench_measure(struct nc_bench_mpi *b, const struct nc_bench_context *ctx
         PMPI_Barrier(MPI_COMM_WORLD);
         double t0 = now();
         for (long i = 0; i < n; i++)
-            call(im, coll, comm, NULL, 0, 0);
+            call(b, im, coll, comm, NULL, 0, 0);
         sum = now() - t0;
     }
 
@@ -521,16 +886,20 @@ void nc_bench_measure(struct nc_bench_mpi *b, const struct nc_bench_context *ctx
     int fallback = 0;
     if (im->kind == NC_IMPL_NUMACOLL) {
         if (via_nc + via_pmpi != (unsigned long long)n)
-            die("%s: %ld calls of MPI_%s but libnumacoll-mpi saw %llu: the program is not linked "
-                "to libnumacoll-mpi before the MPI library", im->label, n,
-                coll == NC_BENCH_BCAST ? "Bcast" : "Barrier", via_nc + via_pmpi);
+            die("%s: %ld calls of %s but libnumacoll-mpi saw %llu: the program is not linked "
+                "to libnumacoll-mpi before the MPI library%s", im->label, n, mpi_call_name[coll],
+                via_nc + via_pmpi, red ? " (or this libnumacoll-mpi does not wrap it yet)" : "");
         fallback = via_pmpi > 0;
     }
     PMPI_Allreduce(MPI_IN_PLACE, &fallback, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
 
     /* 6. (the test suite proves that a wrong byte is caught: it asks for one) */
-    if (coll == NC_BENCH_BCAST && m > 0 && me == p - 1 && getenv("NUMACOLL_BENCH_TEST_CORRUPT"))
+    const char *corrupt = getenv("NUMACOLL_BENCH_TEST_CORRUPT");
+    if (coll == NC_BENCH_BCAST && m > 0 && me == p - 1 && corrupt)
         b->pool[m / 2] ^= 0x10;
+    if (red && m > 0 && corrupt &&
+        (coll == NC_BENCH_ALLREDUCE ? me == p - 1 : me == root_of(o, p, 0)))
+        b->pool[roff + m / 2] ^= 0x10;
     if (coll == NC_BENCH_BCAST && !o->verify_each)
         for (long k = 0; k < used; k++) {
             unsigned got = 0, want = 0;
@@ -542,6 +911,11 @@ void nc_bench_measure(struct nc_bench_mpi *b, const struct nc_bench_context *ctx
                     off >= m ? " (guard bytes after the message)" : "",
                     me == root_of(o, p, k) ? "the root" : "a receiver", got, want);
         }
+    /* reductions: the first call's result (buffer 0 may have been used again by call
+     * nbuf, 2 nbuf, ...: the same inputs, the same result), every buffer's guard bytes */
+    if (red && !o->verify_each)
+        for (long k = 0; k < used; k++)
+            red_verify(b, &ref, im, coll, BUF(k), m, root_of(o, p, k), k, k, run, k == 0);
 #undef BUF
 
     /* 7. */

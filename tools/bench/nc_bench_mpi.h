@@ -24,8 +24,8 @@ struct nc_bench_mpi {
     long flag_iters; /* round trips, fixed in run 0 */
     int flag_ok;
     /* fixed in run 0, reused by the later runs: [coll][impl][size] */
-    long iters[NC_BENCH_NCOLL][NC_BENCH_MAX_IMPLS + 2][NC_BENCH_MAX_SIZES];
-    int warm[NC_BENCH_NCOLL][NC_BENCH_MAX_IMPLS + 2][NC_BENCH_MAX_SIZES];
+    long iters[NC_BENCH_NCOLL][NC_BENCH_MAX_IMPLS + NC_BENCH_MAX_LIMITS][NC_BENCH_MAX_SIZES];
+    int warm[NC_BENCH_NCOLL][NC_BENCH_MAX_IMPLS + NC_BENCH_MAX_LIMITS][NC_BENCH_MAX_SIZES];
 };
 
 /* Buffers (pool_min bytes per rank at least, when off-cache) and the flag page. */

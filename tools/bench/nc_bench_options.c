@@ -39,15 +39,25 @@ void nc_bench_usage(FILE *out)
 "usage: mpirun -n P numacoll-bench [options]\n"
 "Measures, interleaved size by size in one run, the MPI library's own collective\n"
 "(native: PMPI_*) and numacoll's (MPI_* through libnumacoll-mpi), next to one core's\n"
-"memcpy of the same bytes and the one-way latency of a cache-line flag.\n"
+"memcpy of the same bytes (and for reductions one core's reduction kernel) and the\n"
+"one-way latency of a cache-line flag.\n"
 "\n"
 "What to measure\n"
-"  -c, --collective LIST   bcast, barrier or bcast,barrier (default bcast)\n"
+"  -c, --collective LIST   any of bcast, barrier, reduce, allreduce, comma-separated\n"
+"                          (default bcast)\n"
 "  -m, --msglog A:B        sizes 0 and 2^A..2^B bytes (default 0:20), like IMB -msglog\n"
 "  -m LIST                 explicit sizes, e.g. 0,8,1K,64K,1M (K, M, G: powers of 1024)\n"
+"                          reduce, allreduce: a size is rounded down to whole elements\n"
+"                          of --type (count = bytes / element size; below one element:\n"
+"                          count 0), sizes that then coincide are measured once\n"
 "      --no-zero           leave size 0 out of an A:B range\n"
+"      --op OP             reduce, allreduce: sum, prod, min, max, land, lor, lxor,\n"
+"                          band, bor, bxor (default sum; logical and bitwise ops on\n"
+"                          integer types only)\n"
+"      --type T            reduce, allreduce: double, float, int32 (or int), int64 (or\n"
+"                          long), uint8 (or char: unsigned) (default double)\n"
 "      --impl LIST         implementations (default native,numacoll); repeatable:\n"
-"                            native                 PMPI_Bcast / PMPI_Barrier\n"
+"                            native                 PMPI_Bcast / PMPI_Barrier / ...\n"
 "                            numacoll               MPI_* with numacoll's defaults\n"
 "                            numacoll:K=V,K=V...    with these tunables\n"
 "                            LABEL=numacoll:K=V...  the same, named LABEL in the output\n"
@@ -58,7 +68,7 @@ void nc_bench_usage(FILE *out)
 "      --sweep K=V1,V2...  one numacoll configuration per value, named numacoll:K=V\n"
 "                          (added to --impl; without --impl: native plus the sweep)\n"
 "      --sweep-base K=V,.. tunables every configuration of the sweep also gets\n"
-"      --no-limits         skip the memcpy and flag references\n"
+"      --no-limits         skip the memcpy, reduce-kernel and flag references\n"
 "\n"
 "How (the methodology of IMB and of the paper)\n"
 "      --iter R[,V]        at most R timed calls per size, and at most V MiB moved\n"
@@ -72,12 +82,13 @@ void nc_bench_usage(FILE *out)
 "      --off-cache[=MIB]   each call uses the next buffer of a pool of at least twice\n"
 "                          the last-level cache per rank (MIB: the cache size to assume;\n"
 "                          default: hwloc's LLC); without it one buffer stays in cache\n"
-"      --root R            root of the broadcast (default 0)\n"
+"      --root R            root of the broadcast and the reduce (default 0)\n"
 "      --root-shift        the root rotates over all ranks, call by call\n"
 "      --runs N            repeat everything N times; with N >= 3 the runs with the\n"
 "                          smallest and largest t_max are dropped, the rest averaged\n"
 "      --verify-each       check the data after every call instead of after the timing\n"
-"                          (refills the root's buffer: for correctness, not for speed)\n"
+"                          (bcast: refills the root's buffer; reductions: checks every\n"
+"                          call's result: for correctness, not for speed)\n"
 "\n"
 "Output\n"
 "      --stat min|avg|max  which time the ratios and the summary use (default max)\n"
@@ -92,9 +103,92 @@ void nc_bench_usage(FILE *out)
         out);
 }
 
+static const char *const coll_names[NC_BENCH_NCOLL] = {"bcast", "barrier", "reduce", "allreduce"};
+
 const char *nc_bench_coll_name(enum nc_bench_coll c)
 {
-    return c == NC_BENCH_BCAST ? "bcast" : "barrier";
+    return coll_names[c];
+}
+
+int nc_bench_coll_is_reduction(enum nc_bench_coll c)
+{
+    return c == NC_BENCH_REDUCE || c == NC_BENCH_ALLREDUCE;
+}
+
+int nc_bench_has_reduction(const struct nc_bench_opts *o)
+{
+    for (int c = 0; c < o->ncoll; c++)
+        if (nc_bench_coll_is_reduction(o->coll[c]))
+            return 1;
+    return 0;
+}
+
+/* ---- reductions: --type and --op ------------------------------------------------ */
+
+static const struct {
+    const char *name, *alias, *mpi;
+    numacoll_type_t type;
+    size_t bytes;
+    int integer;
+} types[] = {
+    {"double", NULL, "MPI_DOUBLE", NUMACOLL_DOUBLE, sizeof(double), 0},
+    {"float", NULL, "MPI_FLOAT", NUMACOLL_FLOAT, sizeof(float), 0},
+    {"int32", "int", "MPI_INT32_T", NUMACOLL_INT32, 4, 1},
+    {"int64", "long", "MPI_INT64_T", NUMACOLL_INT64, 8, 1},
+    {"uint8", "char", "MPI_UINT8_T", NUMACOLL_UINT8, 1, 1},
+};
+#define NTYPES (sizeof types / sizeof types[0])
+#define TYPES_VALID "double, float, int32 (or int), int64 (or long), uint8 (or char)"
+
+/* in numacoll_op_t order */
+static const char *const op_names[] = {"sum", "prod", "min", "max", "land", "lor",
+                                       "lxor", "band", "bor", "bxor"};
+static const char *const op_mpi[] = {"MPI_SUM", "MPI_PROD", "MPI_MIN", "MPI_MAX", "MPI_LAND",
+                                     "MPI_LOR", "MPI_LXOR", "MPI_BAND", "MPI_BOR", "MPI_BXOR"};
+#define NOPS (sizeof op_names / sizeof op_names[0])
+#define OPS_VALID "sum, prod, min, max, land, lor, lxor, band, bor, bxor"
+
+static int type_index(numacoll_type_t t)
+{
+    for (size_t i = 0; i < NTYPES; i++)
+        if (types[i].type == t)
+            return (int)i;
+    return 0;
+}
+
+const char *nc_bench_type_name(numacoll_type_t t)
+{
+    return types[type_index(t)].name;
+}
+
+const char *nc_bench_type_mpi_name(numacoll_type_t t)
+{
+    return types[type_index(t)].mpi;
+}
+
+size_t nc_bench_type_bytes(numacoll_type_t t)
+{
+    return types[type_index(t)].bytes;
+}
+
+const char *nc_bench_op_name(numacoll_op_t op)
+{
+    return (size_t)op < NOPS ? op_names[op] : "?";
+}
+
+const char *nc_bench_op_mpi_name(numacoll_op_t op)
+{
+    return (size_t)op < NOPS ? op_mpi[op] : "?";
+}
+
+size_t nc_bench_recv_offset(size_t bytes)
+{
+    return (bytes + NC_BENCH_CANARY + 4095) & ~(size_t)4095;
+}
+
+size_t nc_bench_slot_bytes(enum nc_bench_coll c, size_t bytes)
+{
+    return nc_bench_coll_is_reduction(c) ? nc_bench_recv_offset(bytes) + bytes : bytes;
 }
 
 const char *nc_bench_stat_name(enum nc_bench_stat s)
@@ -485,8 +579,10 @@ int nc_bench_opts_parse(int argc, char **argv, struct nc_bench_opts *o, char *er
     o->runs = 1;
     o->limits = 1;
     o->stat = NC_STAT_MAX;
+    o->type = NUMACOLL_DOUBLE;
+    o->op = NUMACOLL_SUM;
     int zero = 1;
-    const char *sizes_opt = "-m";
+    const char *sizes_opt = "-m", *op_opt = NULL, *type_opt = NULL;
     char q[NC_QUOTE_LEN];
     const char *impl_lists[32];
     int nimpl_lists = 0;
@@ -524,28 +620,26 @@ int nc_bench_opts_parse(int argc, char **argv, struct nc_bench_opts *o, char *er
             char buf[128];
             if (strlen(val) >= sizeof buf) /* never cut a list short */
                 return fail(err, errlen, "--collective: \"%s\" is too long (valid: bcast, "
-                            "barrier, bcast,barrier)", QUOTE(q, val));
+                            "barrier, reduce, allreduce, comma-separated)", QUOTE(q, val));
             snprintf(buf, sizeof buf, "%s", val);
             o->ncoll = 0;
             char *save = NULL;
             for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                enum nc_bench_coll c;
-                if (!strcmp(t, "bcast"))
-                    c = NC_BENCH_BCAST;
-                else if (!strcmp(t, "barrier"))
-                    c = NC_BENCH_BARRIER;
-                else
+                int c = 0;
+                while (c < NC_BENCH_NCOLL && strcmp(t, coll_names[c]))
+                    c++;
+                if (c == NC_BENCH_NCOLL)
                     return fail(err, errlen,
-                                "--collective: unknown collective \"%s\" (valid: bcast, barrier)",
-                                QUOTE(q, t));
+                                "--collective: unknown collective \"%s\" (valid: bcast, barrier, "
+                                "reduce, allreduce)", QUOTE(q, t));
                 for (int k = 0; k < o->ncoll; k++)
-                    if (o->coll[k] == c)
+                    if ((int)o->coll[k] == c)
                         return fail(err, errlen, "--collective: %s given twice", t);
-                o->coll[o->ncoll++] = c;
+                o->coll[o->ncoll++] = (enum nc_bench_coll)c;
             }
             if (!o->ncoll)
-                return fail(err, errlen,
-                            "--collective: no collective given (valid: bcast, barrier, bcast,barrier)");
+                return fail(err, errlen, "--collective: no collective given (valid: bcast, "
+                            "barrier, reduce, allreduce, comma-separated)");
         } else if (IS("-m") || IS("--msglog")) {
             NEED();
             o->sizes_text = val;
@@ -553,6 +647,27 @@ int nc_bench_opts_parse(int argc, char **argv, struct nc_bench_opts *o, char *er
         } else if (IS("--no-zero")) {
             NOVAL();
             zero = 0;
+        } else if (IS("--op")) {
+            NEED();
+            size_t k = 0;
+            while (k < NOPS && strcmp(val, op_names[k]))
+                k++;
+            if (k == NOPS)
+                return fail(err, errlen, "--op: unknown operation \"%s\" (valid: " OPS_VALID ")",
+                            QUOTE(q, val));
+            o->op = (numacoll_op_t)k;
+            op_opt = "--op";
+        } else if (IS("--type")) {
+            NEED();
+            size_t k = 0;
+            while (k < NTYPES && strcmp(val, types[k].name) &&
+                   (!types[k].alias || strcmp(val, types[k].alias)))
+                k++;
+            if (k == NTYPES)
+                return fail(err, errlen, "--type: unknown type \"%s\" (valid: " TYPES_VALID ")",
+                            QUOTE(q, val));
+            o->type = types[k].type;
+            type_opt = "--type";
         } else if (IS("--iter")) {
             NEED();
             char buf[64];
@@ -665,6 +780,20 @@ int nc_bench_opts_parse(int argc, char **argv, struct nc_bench_opts *o, char *er
         return 0;
     if (parse_sizes(o, zero, sizes_opt, err, errlen))
         return -1;
+    if (!nc_bench_has_reduction(o) && (op_opt || type_opt))
+        return fail(err, errlen, "%s needs -c reduce or -c allreduce (it applies to reductions "
+                    "only)", op_opt ? op_opt : type_opt);
+    if (!types[type_index(o->type)].integer && o->op > NUMACOLL_MAX)
+        return fail(err, errlen, "--op %s is not defined on --type %s (valid on floating types: "
+                    "sum, prod, min, max)", op_names[o->op], nc_bench_type_name(o->type));
+    /* whole elements; the sizes are sorted, so equal counts are neighbours */
+    size_t tb = nc_bench_type_bytes(o->type);
+    o->nred_sizes = 0;
+    for (int k = 0; k < o->nsizes; k++) {
+        size_t b = o->sizes[k] / tb * tb;
+        if (!o->nred_sizes || o->red_sizes[o->nred_sizes - 1] != b)
+            o->red_sizes[o->nred_sizes++] = b;
+    }
     for (int k = 0; k < nimpl_lists; k++) {
         int before = o->nimpl;
         if (parse_impls(o, impl_lists[k], err, errlen))
@@ -717,6 +846,10 @@ int nc_bench_coll_sizes(const struct nc_bench_opts *o, enum nc_bench_coll c, con
         *sizes = zero;
         return 1;
     }
+    if (nc_bench_coll_is_reduction(c)) {
+        *sizes = o->red_sizes;
+        return o->nred_sizes;
+    }
     *sizes = o->sizes;
     return o->nsizes;
 }
@@ -762,6 +895,10 @@ void nc_bench_print_plan(FILE *out, const struct nc_bench_opts *o, int p, size_t
         fprintf(out, "  p             (the launcher's)\n");
     fprintf(out, "  root          %s%d\n", o->root_shift ? "shifting call by call, from " : "",
             o->root);
+    if (nc_bench_has_reduction(o))
+        fprintf(out, "  reduction     %s on %s (%s, %zu-byte elements; sizes rounded down to whole "
+                "elements)\n", nc_bench_op_mpi_name(o->op), nc_bench_type_mpi_name(o->type),
+                nc_bench_type_name(o->type), nc_bench_type_bytes(o->type));
     if (o->iter_vol_mib > 0)
         fprintf(out, "  iterations    at most %ld, at most %g MiB per size, at most %g s of calls"
                 " per size, at least min(%d, %ld)\n",
@@ -790,9 +927,13 @@ void nc_bench_print_plan(FILE *out, const struct nc_bench_opts *o, int p, size_t
     fprintf(out, "  verification  %s\n", o->verify_each
             ? "after every call (root buffer refilled outside the timing)"
             : "every buffer after the timing, with guard bytes");
+    if (nc_bench_has_reduction(o))
+        fprintf(out, "                reductions: known inputs (a function of rank and element), "
+                "%s result checked against the exact value, guard bytes of every used buffer\n",
+                o->verify_each ? "every call's" : "the first call's");
     fprintf(out, "  ratios        t_%s\n", nc_bench_stat_name(o->stat));
     fprintf(out, "  implementations\n");
-    int lw = 8;
+    int lw = o->limits && nc_bench_has_reduction(o) ? (int)strlen("reduce-kernel") : 8;
     for (int i = 0; i < o->nimpl; i++)
         if ((int)strlen(o->impl[i].label) > lw)
             lw = (int)strlen(o->impl[i].label);
@@ -806,21 +947,40 @@ void nc_bench_print_plan(FILE *out, const struct nc_bench_opts *o, int p, size_t
     }
     if (o->limits) {
         fprintf(out, "    %-*s  one core's memcpy, same cache policy\n", lw, "memcpy");
+        if (nc_bench_has_reduction(o))
+            fprintf(out, "    %-*s  one core's numacoll_reduce_local (inout op= in), same cache "
+                    "policy\n", lw, "reduce-kernel");
         fprintf(out, "    %-*s  one-way cache-line hand-off between ranks 0 and 1\n", lw, "flag");
     }
     double worst = 0;
     for (int c = 0; c < o->ncoll; c++) {
         const size_t *sizes;
         int ns = nc_bench_coll_sizes(o, o->coll[c], &sizes);
-        fprintf(out, "  %s sizes\n", nc_bench_coll_name(o->coll[c]));
-        fprintf(out, "    %10s %10s %8s %10s\n", "bytes", "iter_cap", "buffers", "stride");
+        int red = nc_bench_coll_is_reduction(o->coll[c]);
+        fprintf(out, "  %s sizes%s\n", nc_bench_coll_name(o->coll[c]),
+                red ? " (a buffer: the send buffer, then the receive buffer)" : "");
+        if (red)
+            fprintf(out, "    %10s %10s %10s %8s %10s\n", "bytes", "count", "iter_cap", "buffers",
+                    "stride");
+        else
+            fprintf(out, "    %10s %10s %8s %10s\n", "bytes", "iter_cap", "buffers", "stride");
         for (int s = 0; s < ns; s++) {
             size_t stride, nbuf;
-            nc_bench_pool_geometry(o, pool_min, sizes[s], &stride, &nbuf);
-            fprintf(out, "    %10zu %10ld %8zu %10zu\n", sizes[s], nc_bench_iter_cap(o, sizes[s]),
-                    nbuf, stride);
+            nc_bench_pool_geometry(o, pool_min, nc_bench_slot_bytes(o->coll[c], sizes[s]), &stride,
+                                   &nbuf);
+            if (red)
+                fprintf(out, "    %10zu %10zu %10ld %8zu %10zu\n", sizes[s],
+                        sizes[s] / nc_bench_type_bytes(o->type), nc_bench_iter_cap(o, sizes[s]),
+                        nbuf, stride);
+            else
+                fprintf(out, "    %10zu %10ld %8zu %10zu\n", sizes[s],
+                        nc_bench_iter_cap(o, sizes[s]), nbuf, stride);
         }
-        int nim = o->nimpl + (o->limits && o->coll[c] == NC_BENCH_BCAST);
+        int nim = o->nimpl;
+        if (o->limits && o->coll[c] == NC_BENCH_BCAST)
+            nim += 1; /* memcpy */
+        else if (o->limits && red)
+            nim += 2; /* memcpy, reduce-kernel */
         worst += (double)ns * nim * o->time_per_size * 1.25;
     }
     if (o->limits)

@@ -2,7 +2,8 @@
  * From the measured runs to what the user reads: one result per (collective,
  * implementation, size) after dropping the runs with the smallest and the largest
  * t_max (the paper's 5 runs -> 3), the table with ratios to the native MPI and
- * multiples of the in-run limits, a summary by size range, the CSV and the plot.
+ * multiples of the in-run limits (memcpy, flag; the reduce-kernel row shows its own
+ * multiple of memcpy), a summary by size range, the CSV and the plot.
  * MPI-free: only rank 0 calls it, and --fake-timings runs it with no MPI at all.
  */
 #include "nc_bench.h"
@@ -104,16 +105,21 @@ void nc_bench_fake_fill(struct nc_bench_results *res, const struct nc_bench_cont
             const size_t *sizes;
             int ns = nc_bench_coll_sizes(o, o->coll[c], &sizes);
             int barrier = o->coll[c] == NC_BENCH_BARRIER;
+            int red = nc_bench_coll_is_reduction(o->coll[c]);
+            double slow = o->coll[c] == NC_BENCH_ALLREDUCE ? 2 : red ? 1.5 : 1;
             for (int i = 0; i < ctx->nimpl_all; i++)
                 for (int s = 0; s < ns; s++) {
                     const struct nc_bench_impl *im = &ctx->all[i];
                     double m = (double)sizes[s], t;
                     if (im->kind == NC_IMPL_NATIVE)
-                        t = barrier ? 0.23 * (p > 2 ? 30 : 1) : (0.25 + m / 6000.0) * (p > 2 ? 3 : 1);
+                        t = barrier ? 0.23 * (p > 2 ? 30 : 1)
+                                    : slow * (0.25 + m / 6000.0) * (p > 2 ? 3 : 1);
                     else if (im->kind == NC_IMPL_NUMACOLL)
-                        t = (barrier ? 0.1 : 0.08 + m / 9000.0) * (1 + 0.05 * i);
+                        t = (barrier ? 0.1 : slow * (0.08 + m / 9000.0)) * (1 + 0.05 * i);
                     else if (im->kind == NC_IMPL_MEMCPY)
                         t = barrier ? -1 : 0.002 + m / 8500.0;
+                    else if (im->kind == NC_IMPL_KERNEL)
+                        t = red ? 0.003 + m / 7000.0 : -1;
                     else
                         t = s == 0 ? 0.052 : -1;
                     if (t < 0)
@@ -237,15 +243,18 @@ static void print_summary(FILE *out, struct nc_bench_results *res, const struct 
     }
     if (mc < 0)
         return;
-    /* the physical limits named by the targets: memcpy for 1 MiB and above, flag for small */
-    for (int lim = 0; lim < 2; lim++) {
+    /* the physical limits named by the targets: memcpy for 1 MiB and above, flag for small;
+     * for the reductions also one core's reduction kernel for 1 MiB and above */
+    int kern = nc_bench_coll_is_reduction(o->coll[c]) ? find_kind(ctx, NC_IMPL_KERNEL) : -1;
+    for (int lim = 0; lim < (kern >= 0 ? 3 : 2); lim++) {
         size_t lo = lim ? 1u << 20 : 0, hi = lim ? (size_t)-1 : 256;
         int any_size = 0;
         for (int s = 0; s < ns; s++)
             any_size |= sizes[s] >= lo && sizes[s] <= hi;
         if (!any_size || (!lim && !fr.valid))
             continue;
-        fprintf(out, "#   %-20s", lim ? "x memcpy, >= 1 MiB" : "x flag, <= 256 B");
+        fprintf(out, "#   %-20s", lim == 2 ? "x kernel, >= 1 MiB" : lim ? "x memcpy, >= 1 MiB"
+                                                                      : "x flag, <= 256 B");
         for (int i = 0; i < ctx->nimpl_all; i++) {
             if (ctx->all[i].kind != NC_IMPL_NUMACOLL)
                 continue;
@@ -257,7 +266,7 @@ static void print_summary(FILE *out, struct nc_bench_results *res, const struct 
                 struct nc_bench_result x, y;
                 nc_bench_aggregate(res, c, i, s, &x);
                 if (lim)
-                    nc_bench_aggregate(res, c, mc, s, &y);
+                    nc_bench_aggregate(res, c, lim == 2 ? kern : mc, s, &y);
                 else
                     y = fr;
                 if (x.valid && y.valid && stat_of(&x, o->stat) > 0 && y.t_max > 0) {
@@ -297,6 +306,11 @@ void nc_bench_print_table(FILE *out, struct nc_bench_results *res, const struct 
                 o->runs >= 3 ? " (min and max of t_max dropped)" : "", nc_bench_stat_name(o->stat));
         if (ctx->notes[0])
             fprintf(out, "# %s\n", ctx->notes);
+        if (nc_bench_coll_is_reduction(o->coll[c]))
+            fprintf(out, "# %s on %s: bytes = count x %zu; the first call's result of every size "
+                    "checked; reduce-kernel: one core's numacoll_reduce_local (inout op= in)\n",
+                    nc_bench_op_mpi_name(o->op), nc_bench_type_mpi_name(o->type),
+                    nc_bench_type_bytes(o->type));
         for (int i = 0; i < ctx->nimpl_all; i++)
             if (ctx->setup[i][0])
                 fprintf(out, "# %s: team %s\n", ctx->all[i].label, ctx->setup[i]);
@@ -326,7 +340,8 @@ void nc_bench_print_table(FILE *out, struct nc_bench_results *res, const struct 
                 if (im->kind != NC_IMPL_MEMCPY) {
                     if (mr.valid && sizes[s] > 0)
                         fmt_ratio(rm, sizeof rm, v, mr.t_max);
-                    if (fr.valid && sizes[s] <= 4096) /* latency regime only */
+                    /* latency regime only; the kernel row is a bandwidth reference */
+                    if (fr.valid && sizes[s] <= 4096 && im->kind != NC_IMPL_KERNEL)
                         fmt_ratio(rf, sizeof rf, v, fr.t_max);
                 }
                 fprintf(out, "  %9zu %8ld %-*s %11.3f %11.3f %11.3f %9s %9s %8s%s\n", sizes[s],
@@ -410,10 +425,17 @@ int nc_bench_run_plot(const char *csv, const char *png, const struct nc_bench_co
     if (!script || !*script)
         script = stat(NC_BENCH_PLOT_SCRIPT, &st) == 0 ? NC_BENCH_PLOT_SCRIPT
                                                       : NC_BENCH_PLOT_SCRIPT_INSTALLED;
-    char title[640], colls[64] = "";
+    char title[700], colls[96] = "";
     for (int c = 0; c < ctx->o->ncoll; c++) {
         strcat(colls, c ? "+" : "");
         strcat(colls, nc_bench_coll_name(ctx->o->coll[c]));
+    }
+    if (nc_bench_has_reduction(ctx->o)) {
+        strcat(colls, " (");
+        strcat(colls, nc_bench_op_mpi_name(ctx->o->op));
+        strcat(colls, " on ");
+        strcat(colls, nc_bench_type_mpi_name(ctx->o->type));
+        strcat(colls, ")");
     }
     snprintf(title, sizeof title, "numacoll-bench %s, p=%d | %s | %s | %s", colls, ctx->p,
              ctx->machine, ctx->mpi, ctx->cache_policy);
