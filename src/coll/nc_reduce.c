@@ -47,7 +47,8 @@
  *       returns the error: every member reads every header there);
  *   4.  reduce slice i of the round over the p contributions (its own from
  *       its buffer, the others' from their slots) into slice i of its own
- *       slot, then done = r (release);
+ *       slot (the root of a reduce, not in place: into its recvbuf), then
+ *       done = r (release);
  *   5.  readers: for each member k, wait until done[k] >= r (acquire), copy
  *       slice k from k's slot to recvbuf;
  *   6.  out = r (release).
@@ -382,11 +383,14 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
             finish_round(st, me, r); /* 6. */
             break;
         }
-        /* 4. */
+        /* 4. The root of a reduce (not in place) reduces its slice straight
+         * into its buffer: nobody else reads it. */
+        const int direct = root == me && in != out;
         if (lo < hi) {
             for (int k = 0; k < p; k++)
                 st->src[k] = k == me ? in + off + lo * es : data_of(slot_of(st, k, r)) + lo * es;
-            combine(op, data_of(mine) + lo * es, st->src, p, hi - lo);
+            combine(op, direct ? out + off + lo * es : data_of(mine) + lo * es, st->src, p,
+                    hi - lo);
         }
         /* release: my reduced slice before done; pairs with the acquire in
          * wait_done() (step 5). */
@@ -396,7 +400,7 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
             for (int k = 0; k < p; k++) {
                 size_t klo, khi;
                 slice_of(m, es, p, k, &klo, &khi);
-                if (klo == khi)
+                if (klo == khi || (k == me && direct))
                     continue;
                 if (k != me && (rc2 = wait_done(t, st->ctl[k], r)))
                     return nc_team_fail(t, rc2);
