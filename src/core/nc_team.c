@@ -4,7 +4,7 @@
  * Protocol (every member, through the bootstrap):
  *   1. snapshot the configuration; find my NUMA node from my CPU binding;
  *      rank 0 takes the segment's bytes from the node budget (halving the
- *      queue length while it does not fit), creates the segment and reserves
+ *      queue length, and the reductions' slots with it, while it does not fit), creates the segment and reserves
  *      its own parts of it (header ready, not yet first-touched);
  *   2. allgather #1: status, NUMA node, pid, CPU mask, the configuration
  *      values that shape the segment, and (rank 0) the segment's descriptor
@@ -143,9 +143,24 @@ static void team_free(numacoll_team_t *t)
     free(t);
 }
 
-static int team_layout(const nc_config_t *cfg, int p, int s, nc_layout_t *l)
+/* A queue the budget shortened (s below the configured length) shortens the
+ * reductions' slots in proportion, down to one page each: the same on every
+ * member, which all know s (exchange #1). */
+static void budget_scale(nc_config_t *cfg, int s)
+{
+    const int64_t s0 = NC_CFG_NUM(cfg, BCAST_QUEUE_LEN), f0 = NC_CFG_NUM(cfg, REDUCE_FRAG_SIZE);
+    int64_t f = f0 * s / s0;
+    const int64_t floor = (int64_t)nc_page_size() - 32; /* slot header: coll/nc_reduce.c */
+    if (s >= s0 || f0 <= floor)
+        return;
+    cfg->v[NC_P_REDUCE_FRAG_SIZE].num = f < floor ? floor : f;
+}
+
+static int team_layout(const nc_config_t *cfg0, int p, int s, nc_layout_t *l)
 {
     nc_shm_need_t needs[NC_COLL_COUNT];
+    nc_config_t scaled = *cfg0, *cfg = &scaled;
+    budget_scale(cfg, s);
     nc_coll_shm_needs(p, cfg, nc_page_size(), needs);
     return nc_layout_compute(l, p, (size_t)NC_CFG_NUM(cfg, BCAST_FRAG_SIZE), s,
                              (int)NC_CFG_NUM(cfg, BCAST_SETS), (int)NC_CFG_NUM(cfg, SEG_LAYOUT),
@@ -306,6 +321,7 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     if (me != 0)
         rc = team_layout(&cfg, p, r1[0].queue_len, &layout);
     t->queue_reduced = r1[0].queue_len != (int32_t)NC_CFG_NUM(&cfg, BCAST_QUEUE_LEN);
+    budget_scale(&cfg, r1[0].queue_len);
     t->cfg = cfg;
     uint64_t(*cpus)[NC_TOPO_CPUSET_WORDS] = malloc((size_t)p * sizeof *cpus);
     for (int i = 0; i < p; i++) {
