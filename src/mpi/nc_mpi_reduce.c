@@ -122,8 +122,14 @@ static int nc_type_of(MPI_Datatype dt, int *byte)
                                                           : -1;
         case K_BOOL:
             return size == (int)sizeof(_Bool) ? NUMACOLL_BOOL : -1;
-        case K_PAIR:
-            return (size_t)size == numacoll_type_size(t[i].pair) ? (int)t[i].pair : -1;
+        case K_PAIR: {
+            /* {value, int} with the C compiler's padding: the MPI extent,
+             * not the size (MPI_DOUBLE_INT is 12 bytes in a 16-byte struct). */
+            MPI_Aint lb, extent;
+            PMPI_Type_get_extent(dt, &lb, &extent);
+            return lb == 0 && (size_t)extent == numacoll_type_size(t[i].pair) ? (int)t[i].pair
+                                                                               : -1;
+        }
         }
     }
     return -1;
@@ -167,6 +173,31 @@ static MPI_Datatype base_of(MPI_Datatype dt, int depth)
     return base;
 }
 
+/* 1 when dt is an array of its base type laid out as C lays it out: the
+ * predefined type itself, or contiguous/dup of such a type (pair types, whose
+ * packed form has no padding, are used in place only then). */
+static int plain_array(MPI_Datatype dt, int depth)
+{
+    int ni, na, nd, comb;
+    if (depth > 16 || PMPI_Type_get_envelope(dt, &ni, &na, &nd, &comb) != MPI_SUCCESS)
+        return 0;
+    if (comb == MPI_COMBINER_NAMED)
+        return 1;
+    if ((comb != MPI_COMBINER_CONTIGUOUS && comb != MPI_COMBINER_DUP) || nd != 1 || na != 0 ||
+        ni > 1)
+        return 0;
+    int ints[1];
+    MPI_Aint addrs[1];
+    MPI_Datatype inner;
+    if (PMPI_Type_get_contents(dt, ni, na, nd, ints, addrs, &inner) != MPI_SUCCESS)
+        return 0;
+    const int ok = plain_array(inner, depth + 1);
+    PMPI_Type_get_envelope(inner, &ni, &na, &nd, &comb);
+    if (comb != MPI_COMBINER_NAMED)
+        PMPI_Type_free(&inner);
+    return ok;
+}
+
 typedef struct qual {
     numacoll_op_t op;          /* predefined: numacoll's op */
     numacoll_type_t type;      /* predefined: numacoll's element type */
@@ -174,6 +205,7 @@ typedef struct qual {
     size_t n;                  /* elements */
     size_t es;                 /* bytes of one element */
     int user;                  /* user op through PMPI_Reduce_local */
+    int in_place_layout;       /* pair types: the buffer is the elements, never packed */
     MPI_Op mop;
 } qual_t;
 
@@ -223,12 +255,20 @@ static int qualify(const nc_mpi_comm_t *c, int count, MPI_Datatype dt, MPI_Op op
         PMPI_Type_size(base, &bsize);
         if (!bsize || size % bsize || !numacoll_op_valid((numacoll_op_t)o, (numacoll_type_t)t))
             return 0;
+        const size_t es = numacoll_type_size((numacoll_type_t)t);
+        if (es != (size_t)bsize) {
+            /* A pair type: MPI packs it without its padding, numacoll reduces
+             * the C struct, so only a plain array of it is taken. */
+            if (!plain_array(dt, 0))
+                return 0;
+            q->in_place_layout = 1;
+        }
         if (byte && o != NUMACOLL_BAND && o != NUMACOLL_BOR && o != NUMACOLL_BXOR)
             return 0; /* MPI defines only the bitwise ops on MPI_BYTE */
         q->op = (numacoll_op_t)o;
         q->type = (numacoll_type_t)t;
         q->base = base;
-        q->es = (size_t)bsize;
+        q->es = es;
         q->n = (size_t)count * (size_t)(size / bsize);
     } else {
         if (predefined_op(op))
@@ -288,10 +328,12 @@ static int node_reduce(nc_mpi_comm_t *c, const qual_t *q, const void *in, void *
 
 /* Contiguous bytes of (buf, count, dt): the buffer itself, or packed scratch
  * (*scratch set; filled when fill). NULL on out of memory. */
-static char *as_bytes(void *buf, int count, MPI_Datatype dt, size_t bytes, MPI_Comm comm,
-                      int fill, char **scratch)
+static char *as_bytes(const qual_t *q, void *buf, int count, MPI_Datatype dt, size_t bytes,
+                      MPI_Comm comm, int fill, char **scratch)
 {
     char *start;
+    if (q->in_place_layout)
+        return buf;
     if (nc_dtype_contiguous(buf, count, dt, &start))
         return start;
     *scratch = malloc(bytes ? bytes : 1);
@@ -332,19 +374,19 @@ static int reduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
     }
     MPI_Datatype sshift = MPI_DATATYPE_NULL, rshift = MPI_DATATYPE_NULL, sdt = dt, rdt = dt;
     void *sbuf = (void *)sendbuf, *rbuf = recvbuf;
-    if (sbuf == MPI_BOTTOM && bytes && !in_place)
+    if (sbuf == MPI_BOTTOM && bytes && !in_place && !q.in_place_layout)
         nc_dtype_unbottom(&sbuf, &sdt, &sshift);
-    if (rbuf == MPI_BOTTOM && bytes && reader)
+    if (rbuf == MPI_BOTTOM && bytes && reader && !q.in_place_layout)
         nc_dtype_unbottom(&rbuf, &rdt, &rshift);
 
     /* 2. */
     char *sscratch = NULL, *rscratch = NULL, *in = NULL, *out = NULL;
     int rc = 0;
     if (reader) {
-        out = as_bytes(rbuf, count, rdt, bytes, comm, in_place, &rscratch);
-        in = in_place ? out : as_bytes(sbuf, count, sdt, bytes, comm, 1, &sscratch);
+        out = as_bytes(&q, rbuf, count, rdt, bytes, comm, in_place, &rscratch);
+        in = in_place ? out : as_bytes(&q, sbuf, count, sdt, bytes, comm, 1, &sscratch);
     } else {
-        in = as_bytes(sbuf, count, sdt, bytes, comm, 1, &sscratch);
+        in = as_bytes(&q, sbuf, count, sdt, bytes, comm, 1, &sscratch);
     }
     const int my_node = c->node_of[me];
     const int leader = c->leaders != MPI_COMM_NULL;
