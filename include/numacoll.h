@@ -75,6 +75,12 @@ NUMACOLL_API int numacoll_barrier(numacoll_team_t *team);
  *     ((x0[k] op x1[k]) op x2[k]) ... op x(p-1)[k]
  * and for user ops x0[k] op (x1[k] op (... op x(p-1)[k])), which is the same
  * value for an associative op, commutative or not (MPI's rule: rank order).
+ * Two-level order: when the team spans several NUMA nodes with more than one
+ * member on some node and NUMACOLL_REDUCE_NUMA=1 (the default), predefined
+ * ops and commutative user ops fold each NUMA node's members (rank order)
+ * into a partial Pd, then the partials, nodes numbered by their lowest
+ * member: ((P0 op P1) op P2) ... (user ops: P0 op (P1 op ...)); with
+ * NUMACOLL_REDUCE_NUMA=0, rank order on any node. Every size, same order.
  * Every member of an allreduce gets the same bits.
  *
  * Members passing different counts, types (or user element sizes), ops or
@@ -131,7 +137,7 @@ typedef struct numacoll_user_op {
     numacoll_user_op_fn fn;
     void *ctx;
     size_t elem_size;
-    int commutative; /* informational: the order above is used either way */
+    int commutative; /* 1: the two-level order may be used; 0: rank order always */
 } numacoll_user_op_t;
 
 NUMACOLL_API int numacoll_reduce_user(numacoll_team_t *team, const void *sendbuf, void *recvbuf,

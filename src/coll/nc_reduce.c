@@ -2,7 +2,10 @@
  * Reduce and Allreduce: every member's contribution goes once into its own
  * NUMA-local slot; a small call is combined from the slots in one hand-off, a
  * large one is reduce-scattered (member i reduces the i-th slice of every
- * round, all members at once) and gathered.
+ * round, all members at once) and gathered. On a node with several NUMA
+ * nodes a large call reduces each slice over every NUMA node first (4a), then
+ * over the nodes' partials (4b), so each slice crosses a node boundary once
+ * per NUMA node instead of once per member.
  *
  * Shared memory (declared in coll/nc_coll.h: S = NUMACOLL_REDUCE_SLOTS,
  * F = NUMACOLL_REDUCE_FRAG_SIZE; all of it in member i's block, on its node):
@@ -12,6 +15,9 @@
  *                                    done with (line 0)          reuses a slot (step 1)
  *   64                               done: the last round whose  i / the readers (step 5)
  *                                    slice i is reduced (line 1)
+ *   128                              part: the last round whose  i / the slices' owners
+ *                                    partials are in i's slot    (step 4b)
+ *                                    (line 2, two-level)
  *   page + k*stride, k < S           slot k: {seq, code, elem,   i / every member
  *                                    bytes, root} and the first
  *                                    32 data bytes on line 0,
@@ -27,35 +33,52 @@
  * contribution, cut into p slices of whole elements (ceil(m/p) rounded up to
  * a cache line's worth of elements when an element divides 64 bytes).
  * "Readers" are every member (allreduce) or the root (reduce).
+ * Two-level ("two" below): the team's members sit on D NUMA nodes ("domains",
+ * numbered by their lowest member), 1 < D < p, NUMACOLL_REDUCE_NUMA=1, and the
+ * op may be reordered (predefined, or a commutative user op). Slice k's
+ * worker in domain d, work(d, k), is k when k is in d, else one of d's
+ * members in turn (fixed at team creation, plan()).
  *
  * Every member, per round r:
  *   1. wait until every member's out >= r - S (slot r % S was read by all
  *      in its previous use); the lowest out read is cached, so outs are read
  *      about once every S - 1 rounds;
- *   2. write its slot: the header (code = type | op << 8 | user << 16, element
- *      size, the call's bytes, root) and the round's bytes of its contribution
- *      (large calls: not its own slice, which only it reads, from its buffer),
- *      then seq = r (release).
+ *   2. write its slot: the header (code = type | op << 8 | user << 16 |
+ *      commutative << 17, element size, the call's bytes, root) and the
+ *      round's bytes of its contribution (large calls: not the slices it
+ *      reduces itself in 4 or 4a, which only it reads, from its buffer), then
+ *      seq = r (release).
  * Small call:
  *   3s. readers: wait until seq == r in every member's slot (acquire), check
  *       the headers, combine the p slots into recvbuf (order below); others,
  *       and every member whose count is 0 (nothing to combine), read nothing;
  *   6.  out = r (release).
  * Large call:
- *   3.  wait until seq == r in every member's slot (acquire); in the call's
+ *   3.  wait until seq == r in every member's slot (two-level, after the
+ *       first round: in its domain's members' slots) (acquire); in the call's
  *       first round check the headers (on a mismatch: 6, and every member
  *       returns the error: every member reads every header there);
- *   4.  reduce slice i of the round over the p contributions (its own from
- *       its buffer, the others' from their slots) into slice i of its own
- *       slot (the root of a reduce, not in place: into its recvbuf), then
- *       done = r (release);
+ *   4.  flat: reduce slice i of the round over the p contributions (its own
+ *       from its buffer, the others' from their slots) into slice i of its
+ *       own slot (the root of a reduce, not in place: into its recvbuf);
+ *   4a. two-level: for every slice k with work(my domain, k) == i, reduce
+ *       slice k over my domain's members into slice k of my slot (k == i:
+ *       into private memory), then part = r (release);
+ *   4b. two-level: for every other domain d, wait until part[work(d, i)]
+ *       >= r (acquire); reduce slice i over the D partials, in domain order,
+ *       into slice i of my slot (or the root's recvbuf, as in 4);
+ *       then (4, 4b) done = r (release);
  *   5.  readers: for each member k, wait until done[k] >= r (acquire), copy
  *       slice k from k's slot to recvbuf;
  *   6.  out = r (release).
  * Nothing is ever reset: seq, done and out only move forward, compared with
  * wrap-safe differences. A member can be at most S - 1 rounds ahead of the
  * slowest (step 1), so seq == r cannot be overtaken before every member's
- * step 6 of round r, and done[k] >= r always refers to round r's slot use.
+ * step 6 of round r, and done[k] >= r (part[k] >= r) always refers to round
+ * r's slot use. Slot regions are never read and written in one round: a
+ * worker's partial of slice k goes where it copied no contribution (step 2
+ * skips the slices it reduces), the owner's result where the worker of its
+ * own domain is itself.
  *
  * Order (reproducible: the same bits whatever the timing; every reader of an
  * allreduce gets the same bits). Element e of the result is
@@ -64,7 +87,14 @@
  *   user ops:       x0 op (x1 op (... (x(p-2) op x(p-1))))  (fn(in, inout)
  *                   is inout = in op inout: start from x(p-1), apply x(p-2),
  *                   ..., x0), MPI's rank order for non-commutative ops.
+ *   two-level:      the same folds, first over each domain's members (rank
+ *                   order) giving P0 ... P(D-1), then over P0 ... P(D-1);
+ *                   small calls too (3s combines in that order, combine2()),
+ *                   so the order never depends on the size.
  * The slicing changes who computes an element, never its order.
+ * Why small calls stay one hand-off on a NUMA node: a second level would add
+ * a second serial hand-off, while the reader's p line reads from the other
+ * nodes proceed in parallel.
  *
  * Mismatches (counts, types, ops, roots) are found in the call's first round
  * by every member that reads the headers there: every member of a large call,
@@ -75,6 +105,7 @@
  * usable.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,8 +128,9 @@ NC_STATIC_ASSERT(sizeof(red_slot_t) == RED_HDR, "a slot header is 32 bytes");
 typedef struct red_ctl {
     _Atomic uint32_t out;                        /* line 0 */
     _Atomic uint32_t done NC_ALIGNED(NC_CACHELINE); /* line 1 */
+    _Atomic uint32_t part NC_ALIGNED(NC_CACHELINE); /* line 2 */
 } red_ctl_t;
-NC_STATIC_ASSERT(sizeof(red_ctl_t) == 2 * NC_CACHELINE, "out and done on lines of their own");
+NC_STATIC_ASSERT(sizeof(red_ctl_t) == 3 * NC_CACHELINE, "out, done, part on lines of their own");
 
 /* This member's view, resolved at team creation. */
 typedef struct red_state {
@@ -108,6 +140,13 @@ typedef struct red_state {
     red_ctl_t **ctl;    /* ctl[k]: member k's control lines */
     char **slots;       /* slots[k]: member k's slot 0 */
     const char **src;   /* p source pointers, scratch for the folds */
+    /* The NUMA plan (fixed for the team; "Order" above). */
+    nc_red_plan_t pl;
+    int two, D, mydom;  /* pl.two, pl.D, pl.dom[me] */
+    int *dfirst, *dmem, *work; /* pl's */
+    char *part;         /* private, F bytes: my domain's partial of my slice (4a); small
+                           calls: one domain's partial */
+    const char **dsrc;  /* p source pointers, scratch of the two-level folds */
 } red_state_t;
 
 /* What a call combines with: a predefined kernel or a user function. */
@@ -148,8 +187,110 @@ void nc_reduce_fini(struct numacoll_team *t)
     free(st->ctl);
     free(st->slots);
     free(st->src);
+    nc_red_plan_free(&st->pl);
+    free(st->part);
+    free(st->dsrc);
     free(st);
     t->reduce_state = NULL;
+}
+
+void nc_red_plan_free(nc_red_plan_t *pl)
+{
+    free(pl->dom);
+    free(pl->dfirst);
+    free(pl->dmem);
+    free(pl->work);
+    memset(pl, 0, sizeof *pl);
+}
+
+/* Slice k is reduced over domain d by k itself when k is in d, else by d's
+ * members in turn. */
+int nc_red_plan_make(nc_red_plan_t *pl, int p, const int *leaders, int numa_on)
+{
+    memset(pl, 0, sizeof *pl);
+    pl->p = p;
+    pl->dom = calloc((size_t)p, sizeof *pl->dom);
+    pl->dfirst = calloc((size_t)p + 1, sizeof *pl->dfirst);
+    pl->dmem = calloc((size_t)p, sizeof *pl->dmem);
+    if (!pl->dom || !pl->dfirst || !pl->dmem) {
+        nc_red_plan_free(pl);
+        return NUMACOLL_ERR_NOMEM;
+    }
+    int D = 0;
+    for (int k = 0; k < p; k++) {
+        const int lead = leaders && leaders[k] >= 0 && leaders[k] <= k ? leaders[k] : k;
+        pl->dom[k] = lead == k ? D++ : pl->dom[lead];
+    }
+    pl->D = D;
+    for (int d = 0, n = 0; d < D; d++) {
+        pl->dfirst[d] = n;
+        for (int k = 0; k < p; k++)
+            if (pl->dom[k] == d)
+                pl->dmem[n++] = k;
+    }
+    pl->dfirst[D] = p;
+    pl->two = numa_on && D > 1 && D < p;
+    if (!pl->two)
+        return 0;
+    pl->work = calloc((size_t)D * (size_t)p, sizeof *pl->work);
+    if (!pl->work) {
+        nc_red_plan_free(pl);
+        return NUMACOLL_ERR_NOMEM;
+    }
+    for (int d = 0; d < D; d++) {
+        const int n = pl->dfirst[d + 1] - pl->dfirst[d];
+        for (int k = 0, j = 0; k < p; k++)
+            pl->work[d * p + k] = pl->dom[k] == d ? k : pl->dmem[pl->dfirst[d] + j++ % n];
+    }
+    return 0;
+}
+
+void nc_red_plan_order(const nc_red_plan_t *pl, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    const int D = pl->two ? pl->D : 1;
+    for (int d = 0; d < D && at < len; d++) {
+        const int a = pl->two ? pl->dfirst[d] : 0, b = pl->two ? pl->dfirst[d + 1] : pl->p;
+        for (int j = a; j < b && at < len; j++) {
+            int n = snprintf(buf + at, len - at, "%s%s%d%s", d && j == a ? " " : "",
+                             j == a ? "(" : " ", pl->two ? pl->dmem[j] : j, j == b - 1 ? ")" : "");
+            at += n > 0 ? (size_t)n : 0;
+        }
+    }
+}
+
+/* The team's plan from its NUMA leaders; NUMACOLL_TEST_REDUCE_DOMAINS=v
+ * (tests only) makes member k's domain k % v instead, as if the members were
+ * spread round-robin over v nodes. */
+static int plan(const struct numacoll_team *t, red_state_t *st)
+{
+    const int p = t->p;
+    const char *fake = getenv("NUMACOLL_TEST_REDUCE_DOMAINS");
+    const int v = fake ? atoi(fake) : 0;
+    int *lead = NULL;
+    if (v > 0) {
+        if (!(lead = calloc((size_t)p, sizeof *lead)))
+            return NUMACOLL_ERR_NOMEM;
+        for (int k = 0; k < p; k++)
+            lead[k] = k % v;
+    }
+    int rc = nc_red_plan_make(&st->pl, p, lead ? lead : t->leaders,
+                              (int)NC_CFG_NUM(&t->cfg, REDUCE_NUMA));
+    free(lead);
+    if (rc)
+        return rc;
+    st->two = st->pl.two;
+    st->D = st->pl.D;
+    st->mydom = st->pl.dom[t->rank];
+    st->dfirst = st->pl.dfirst;
+    st->dmem = st->pl.dmem;
+    st->work = st->pl.work;
+    if (!st->two)
+        return 0;
+    st->part = malloc(st->F);
+    st->dsrc = calloc((size_t)p, sizeof *st->dsrc);
+    return st->part && st->dsrc ? 0 : NUMACOLL_ERR_NOMEM;
 }
 
 int nc_reduce_init(struct numacoll_team *t)
@@ -178,6 +319,9 @@ int nc_reduce_init(struct numacoll_team *t)
         st->ctl[k] = (red_ctl_t *)a;
         st->slots[k] = a + page;
     }
+    int rc = plan(t, st);
+    if (rc)
+        return rc;
     /* What this member owns, in its own block (nobody else writes there):
      * "round seq0 - 1 is over". Exchange #2 of the team creation orders these
      * stores before any other member's first reduction. */
@@ -185,6 +329,7 @@ int nc_reduce_init(struct numacoll_team *t)
     red_ctl_t *mine = st->ctl[t->rank];
     atomic_store_explicit(&mine->out, before, memory_order_relaxed);
     atomic_store_explicit(&mine->done, before, memory_order_relaxed);
+    atomic_store_explicit(&mine->part, before, memory_order_relaxed);
     for (int k = 0; k < st->S; k++)
         atomic_store_explicit(&((red_slot_t *)(st->slots[t->rank] + (size_t)k * st->stride))->seq,
                               before, memory_order_relaxed);
@@ -250,6 +395,20 @@ static int wait_done(numacoll_team_t *t, red_ctl_t *c, uint32_t r)
     return 0;
 }
 
+/* Step 4b: member w's partials of round r are reduced. */
+static int wait_part(numacoll_team_t *t, red_ctl_t *c, uint32_t r)
+{
+    nc_backoff_t b;
+    int rc;
+    nc_backoff_init(&b, &t->wait);
+    /* acquire: pairs with the release of part in step 4a: the partials in
+     * the member's slot are visible. */
+    while ((int32_t)(atomic_load_explicit(&c->part, memory_order_acquire) - r) < 0)
+        if ((rc = nc_backoff(&b)) < 0)
+            return rc;
+    return 0;
+}
+
 /* ---- combining ---------------------------------------------------------------------- */
 
 /* dst[e] = src[0][e] op ... op src[p-1][e] for e < n, in the documented order;
@@ -271,6 +430,33 @@ static void combine(const red_op_t *op, char *dst, const char *const *src, int p
     memcpy(dst, src[p - 1], n * op->es);
     for (int k = p - 2; k >= 0; k--)
         op->user->fn(src[k], dst, n, op->user->ctx);
+}
+
+/* combine() in the two-level order: each domain's members (rank order),
+ * then the domains (in order); the small path's 3s. src[k] is member k's. */
+static void combine2(red_state_t *st, const red_op_t *op, char *dst, const char *const *src,
+                     size_t n)
+{
+    const char **ds = st->dsrc;
+    if (!n)
+        return;
+    /* predefined: dst = P0, then dst = dst op Pd; user: dst = P(D-1), then
+     * dst = Pd op dst, down to P0 */
+    for (int i = 0; i < st->D; i++) {
+        const int d = op->k ? i : st->D - 1 - i;
+        const int a = st->dfirst[d], nd = st->dfirst[d + 1] - a;
+        for (int j = 0; j < nd; j++)
+            ds[j] = src[st->dmem[a + j]];
+        if (i == 0) {
+            combine(op, dst, ds, nd, n);
+            continue;
+        }
+        combine(op, st->part, ds, nd, n);
+        if (op->k)
+            op->k->fold(dst, st->part, n);
+        else
+            op->user->fn(st->part, dst, n, op->user->ctx);
+    }
 }
 
 /* Step 3's check of the headers (every member's slot of round r). */
@@ -296,21 +482,53 @@ static int check_headers(numacoll_team_t *t, red_state_t *st, uint32_t r, uint64
     return 0;
 }
 
-/* Step 2 (write my slot) then, for the first round, nothing more here. */
-static void post(red_state_t *st, red_slot_t *sl, uint32_t r, const red_op_t *op, uint64_t bytes,
-                 int root, const char *in, size_t len, size_t skip_lo, size_t skip_hi)
+/* Slice k of m elements of es bytes: [*lo, *hi) in elements. */
+static void slice_of(size_t m, size_t es, int p, int k, size_t *lo, size_t *hi)
+{
+    size_t per = (m + (size_t)p - 1) / (size_t)p;
+    if (es <= NC_CACHELINE && NC_CACHELINE % es == 0) {
+        size_t al = NC_CACHELINE / es;
+        per = (per + al - 1) / al * al;
+    }
+    *lo = (size_t)k * per < m ? (size_t)k * per : m;
+    *hi = *lo + per < m ? *lo + per : m;
+}
+
+/* 1 when I reduce slice k in step 4 (4a when two-level): only I read my
+ * contribution to it, from my buffer, so it is not copied to my slot. */
+static inline int mine_slice(const red_state_t *st, int p, int me, int two, int k)
+{
+    return two ? st->work[st->mydom * p + k] == me : k == me;
+}
+
+/* Step 2: the header and the round's len bytes (m elements; small: slices
+ * 0) of my contribution, but the slices only I read, then seq = r. */
+static void post(const red_state_t *st, red_slot_t *sl, uint32_t r, const red_op_t *op,
+                 uint64_t bytes, int root, const char *in, size_t len, int small, int p, int me,
+                 int two)
 {
     sl->code = op->code;
     sl->elem = (uint32_t)op->es;
     sl->root = root;
     sl->bytes = bytes;
     char *d = data_of(sl);
-    (void)st;
-    /* [skip_lo, skip_hi) is my own slice: only I read it, from my buffer. */
-    if (skip_lo)
-        memcpy(d, in, skip_lo);
-    if (skip_hi < len)
-        memcpy(d + skip_hi, in + skip_hi, len - skip_hi);
+    if (small) {
+        memcpy(d, in, len);
+    } else {
+        /* runs of slices that others read, one copy each */
+        const size_t es = op->es, m = len / es;
+        size_t run = 0, lo, hi;
+        for (int k = 0; k < p; k++) {
+            slice_of(m, es, p, k, &lo, &hi);
+            if (mine_slice(st, p, me, two, k)) {
+                if (lo > run)
+                    memcpy(d + run * es, in + run * es, (lo - run) * es);
+                run = hi;
+            }
+        }
+        if (m > run)
+            memcpy(d + run * es, in + run * es, (m - run) * es);
+    }
     /* release: header and data before seq; pairs with the acquire in
      * wait_posted() (step 3). */
     atomic_store_explicit(&sl->seq, r, memory_order_release);
@@ -324,30 +542,22 @@ static inline void finish_round(red_state_t *st, int me, uint32_t r)
     atomic_store_explicit(&st->ctl[me]->out, r, memory_order_release);
 }
 
-/* Slice k of m elements of es bytes: [*lo, *hi) in elements. */
-static void slice_of(size_t m, size_t es, int p, int k, size_t *lo, size_t *hi)
-{
-    size_t per = (m + (size_t)p - 1) / (size_t)p;
-    if (es <= NC_CACHELINE && NC_CACHELINE % es == 0) {
-        size_t al = NC_CACHELINE / es;
-        per = (per + al - 1) / al * al;
-    }
-    *lo = (size_t)k * per < m ? (size_t)k * per : m;
-    *hi = *lo + per < m ? *lo + per : m;
-}
-
 static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
                     const red_op_t *op, int root)
 {
     red_state_t *st = t->reduce_state;
     const int p = t->p, me = t->rank;
     const int reader = root < 0 || root == me;
+    /* the two-level order needs an op whose order may change */
+    const int two = st->two && (op->k || op->user->commutative);
     const size_t es = op->es, bytes = count * es;
     int rc = 0, rc2;
     if (st->F < es)
         return NUMACOLL_ERR_NOTSUP; /* an element larger than a slot: same on every member */
     const int small = bytes <= st->small_max;
     const size_t chunk = st->F / es * es;
+    const int da = two ? st->dfirst[st->mydom] : 0;
+    const int nd = two ? st->dfirst[st->mydom + 1] - da : p;
     size_t off = 0;
     int first = 1;
     do {
@@ -361,15 +571,18 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
         /* 1., 2. */
         if ((rc2 = wait_slot_free(t, st, r)))
             return nc_team_fail(t, rc2);
-        post(st, mine, r, op, bytes, root, in + off, len, lo * es, hi * es);
+        post(st, mine, r, op, bytes, root, in + off, len, small, p, me, two);
         if (small && (!reader || !bytes)) {
             finish_round(st, me, r); /* 6. */
             break;
         }
-        /* 3. */
-        for (int k = 0; k < p; k++)
+        /* 3. Every member's slot in the first round (the headers), after
+         * it only the ones step 4 reads: two-level, my domain's. */
+        for (int j = 0; j < (first ? p : nd); j++) {
+            const int k = first || !two ? j : st->dmem[da + j];
             if (k != me && (rc2 = wait_posted(t, slot_of(st, k, r), r)))
                 return nc_team_fail(t, rc2);
+        }
         if (first && (rc = check_headers(t, st, r, bytes, op->code, (uint32_t)es, root))) {
             finish_round(st, me, r); /* 6. */
             break;
@@ -379,18 +592,49 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
             /* 3s. */
             for (int k = 0; k < p; k++)
                 st->src[k] = data_of(slot_of(st, k, r));
-            combine(op, out, st->src, p, m);
+            if (two)
+                combine2(st, op, out, st->src, m);
+            else
+                combine(op, out, st->src, p, m);
             finish_round(st, me, r); /* 6. */
             break;
         }
-        /* 4. The root of a reduce (not in place) reduces its slice straight
+        /* The root of a reduce (not in place) reduces its slice straight
          * into its buffer: nobody else reads it. */
         const int direct = root == me && in != out;
-        if (lo < hi) {
+        char *dst = direct ? out + off + lo * es : data_of(mine) + lo * es;
+        if (two) {
+            /* 4a. the slices I reduce over my domain: into my slot (my own
+             * slice: into st->part, only I read it) */
+            for (int k = 0; k < p; k++) {
+                size_t klo, khi;
+                slice_of(m, es, p, k, &klo, &khi);
+                if (klo == khi || st->work[st->mydom * p + k] != me)
+                    continue;
+                for (int j = 0; j < nd; j++) {
+                    const int x = st->dmem[da + j];
+                    st->src[j] = (x == me ? in + off : data_of(slot_of(st, x, r))) + klo * es;
+                }
+                combine(op, k == me ? st->part : data_of(mine) + klo * es, st->src, nd, khi - klo);
+            }
+            /* release: my partials before part; pairs with the acquire in
+             * wait_part() (step 4b). */
+            atomic_store_explicit(&st->ctl[me]->part, r, memory_order_release);
+            /* 4b. my slice over the domains' partials, in domain order */
+            if (lo < hi) {
+                for (int d = 0; d < st->D; d++) {
+                    const int w = st->work[d * p + me];
+                    if (d != st->mydom && (rc2 = wait_part(t, st->ctl[w], r)))
+                        return nc_team_fail(t, rc2);
+                    st->src[d] = d == st->mydom ? st->part : data_of(slot_of(st, w, r)) + lo * es;
+                }
+                combine(op, dst, st->src, st->D, hi - lo);
+            }
+        } else if (lo < hi) {
+            /* 4. my slice over every member */
             for (int k = 0; k < p; k++)
                 st->src[k] = k == me ? in + off + lo * es : data_of(slot_of(st, k, r)) + lo * es;
-            combine(op, direct ? out + off + lo * es : data_of(mine) + lo * es, st->src, p,
-                    hi - lo);
+            combine(op, dst, st->src, p, hi - lo);
         }
         /* release: my reduced slice before done; pairs with the acquire in
          * wait_done() (step 5). */
@@ -459,7 +703,7 @@ static int user(red_op_t *op, const numacoll_user_op_t *u)
     op->k = NULL;
     op->user = u;
     op->es = u->elem_size;
-    op->code = 1u << 16;
+    op->code = 1u << 16 | (u->commutative ? 1u << 17 : 0u); /* the order depends on it */
     return 0;
 }
 

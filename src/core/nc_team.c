@@ -41,7 +41,8 @@ uint32_t nc_test_seq0;
 static const int agreed[] = {NC_P_BCAST_FRAG_SIZE, NC_P_BCAST_QUEUE_LEN, NC_P_BCAST_SETS,
                              NC_P_BCAST_TREE,      NC_P_BCAST_INLINE_MAX, NC_P_SEG_LAYOUT,
                              NC_P_BARRIER_ALG,     NC_P_BARRIER_TREE,    NC_P_BARRIER_NUMA,
-                             NC_P_REDUCE_FRAG_SIZE, NC_P_REDUCE_SLOTS,   NC_P_REDUCE_SMALL_MAX};
+                             NC_P_REDUCE_FRAG_SIZE, NC_P_REDUCE_SLOTS,   NC_P_REDUCE_SMALL_MAX,
+                             NC_P_REDUCE_NUMA};
 #define NC_NAGREED ((int)NC_ARRAY_SIZE(agreed))
 
 typedef struct rec1 {

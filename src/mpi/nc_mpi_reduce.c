@@ -206,6 +206,7 @@ typedef struct qual {
     size_t es;                 /* bytes of one element */
     int user;                  /* user op through PMPI_Reduce_local */
     int in_place_layout;       /* pair types: the buffer is the elements, never packed */
+    int commute;               /* user op: MPI_Op_create's commute (the order may change) */
     MPI_Op mop;
 } qual_t;
 
@@ -283,6 +284,7 @@ static int qualify(const nc_mpi_comm_t *c, int count, MPI_Datatype dt, MPI_Op op
         if (c->nnodes > 1 && !commute)
             return 0;
         q->user = 1;
+        q->commute = commute;
         q->base = dt;
         q->es = (size_t)size;
         q->n = (size_t)count;
@@ -316,7 +318,7 @@ static int node_reduce(nc_mpi_comm_t *c, const qual_t *q, const void *in, void *
     }
     if (q->user) {
         user_ctx_t u = {q->base, q->mop};
-        numacoll_user_op_t uo = {user_fn, &u, q->es, 1};
+        numacoll_user_op_t uo = {user_fn, &u, q->es, q->commute};
         return lroot < 0 ? numacoll_allreduce_user(c->team, in, out, q->n, &uo)
                          : numacoll_reduce_user(c->team, in, out, q->n, &uo, lroot);
     }

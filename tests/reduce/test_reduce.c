@@ -464,14 +464,51 @@ static void combine(int t, int op, void *acc, const void *x)
     }
 }
 
-/* Element k of the expected result: the left fold in rank order. */
+/* The two-level order (include/numacoll.h): member k's domain is named by its
+ * lowest member: k % v under NUMACOLL_TEST_REDUCE_DOMAINS=v, else the team's
+ * NUMA leaders (numacoll_team_leaders, set by team_up); before a team, and
+ * with NUMACOLL_REDUCE_NUMA=0, every member is its own domain (rank order). */
+static int g_leaders[MAXP], g_have_leaders;
+
+static int leader_of(int k)
+{
+    const char *v = getenv("NUMACOLL_TEST_REDUCE_DOMAINS");
+    char numa[16] = "1";
+    numacoll_param_get("NUMACOLL_REDUCE_NUMA", numa, sizeof numa, NULL);
+    if (!strcmp(numa, "0"))
+        return k;
+    if (v && atoi(v) > 0)
+        return k % atoi(v);
+    return g_have_leaders ? g_leaders[k] : k;
+}
+
+/* Element k of the expected result: the left fold in rank order, or in the
+ * two-level order (each domain's left fold, then theirs) for the predefined
+ * ops and the commutative user op. */
 static void ref_elem(int t, int op, uint64_t seed, int p, size_t k, void *acc)
 {
-    unsigned char x[64];
-    gen_elem(t, op, seed, 0, k, acc);
-    for (int r = 1; r < p; r++) {
-        gen_elem(t, op, seed, r, k, x);
-        combine(t, op, acc, x);
+    unsigned char x[64], part[64];
+    if (t == UT_MAT) { /* not commutative: rank order always */
+        gen_elem(t, op, seed, 0, k, acc);
+        for (int r = 1; r < p; r++) {
+            gen_elem(t, op, seed, r, k, x);
+            combine(t, op, acc, x);
+        }
+        return;
+    }
+    for (int d = 0; d < p; d++) {
+        if (leader_of(d) != d)
+            continue;
+        gen_elem(t, op, seed, d, k, part);
+        for (int r = d + 1; r < p; r++)
+            if (leader_of(r) == d) {
+                gen_elem(t, op, seed, r, k, x);
+                combine(t, op, part, x);
+            }
+        if (d == 0)
+            memcpy(acc, part, T[t].size);
+        else
+            combine(t, op, acc, part);
     }
 }
 
@@ -668,6 +705,7 @@ static numacoll_team_t *team_up(int rank, int p, const char *name, numacoll_boot
         numacoll_bootstrap_named_free(*bs);
         return NULL;
     }
+    g_have_leaders = p <= MAXP && numacoll_team_leaders(t, g_leaders) == 0;
     return t;
 }
 
@@ -880,6 +918,9 @@ static int body_repro(int rank, int p, const char *name, void *arg)
     double *in = malloc(REPRO_N * sizeof *in), *out = malloc(REPRO_N * sizeof *out),
            *ref = malloc(REPRO_N * sizeof *ref);
     CHECK(in && out && ref, "malloc");
+    numacoll_bootstrap_t *bs;
+    numacoll_team_t *tm = team_up(rank, p, name, &bs); /* the reference needs its NUMA plan */
+    CHECK(tm, "team");
     size_t order_matters = 0;
     for (size_t k = 0; k < REPRO_N; k++) {
         gen_elem(NUMACOLL_DOUBLE, NUMACOLL_SUM, seed, rank, k, &in[k]);
@@ -898,9 +939,6 @@ static int body_repro(int rank, int p, const char *name, void *arg)
     if (rank == 0)
         printf("repro p=%d: the summation order changes %zu of %d elements\n", p, order_matters,
                REPRO_N);
-    numacoll_bootstrap_t *bs;
-    numacoll_team_t *tm = team_up(rank, p, name, &bs);
-    CHECK(tm, "team");
     uint64_t rng = mix64(seed ^ (uint64_t)rank ^ (uint64_t)getpid());
     for (int rep = 0; rep < REPRO_REPS; rep++) {
         rng = mix64(rng);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "coll/nc_coll.h"
+#include "coll/nc_reduce.h"
 #include "core/nc_team.h"
 #include "shm/nc_shm.h"
 #include "nc_info.h"
@@ -293,6 +294,13 @@ int nc_info_layout_live(FILE *out, const nc_info_machine_t *m, int p)
         if (numa)
             numa[i] = sh->m[i].numa;
     }
+    int *lead = calloc((size_t)p, sizeof *lead);
+    if (lead) {
+        for (int i = 0; i < p; i++)
+            lead[i] = sh->m[i].leader;
+        nc_info_print_reduce_plan(out, p, lead);
+        free(lead);
+    }
     fprintf(out, "\n");
     nc_info_block_t *rows = calloc(NC_INFO_LAYOUT_ROWS(p), sizeof *rows);
     if (numa && rows) {
@@ -320,4 +328,24 @@ int nc_info_layout_live(FILE *out, const nc_info_machine_t *m, int p)
     free(numa);
     munmap(sh, bytes);
     return 0;
+}
+
+void nc_info_print_reduce_plan(FILE *out, int p, const int *leaders)
+{
+    char numa[16] = "1", order[512];
+    numacoll_param_get("NUMACOLL_REDUCE_NUMA", numa, sizeof numa, NULL);
+    nc_red_plan_t pl;
+    if (nc_red_plan_make(&pl, p, leaders, strcmp(numa, "0") != 0))
+        return;
+    nc_red_plan_order(&pl, order, sizeof order);
+    if (pl.two)
+        fprintf(out, "reductions: two-level order %s: each NUMA group's members, then the groups "
+                     "(NUMACOLL_REDUCE_NUMA=1)\n",
+                order);
+    else
+        fprintf(out, "reductions: rank order (%s)\n",
+                !strcmp(numa, "0") ? "NUMACOLL_REDUCE_NUMA=0"
+                : pl.D == 1        ? "one NUMA group"
+                                   : "one member per NUMA group");
+    nc_red_plan_free(&pl);
 }
