@@ -207,6 +207,7 @@ typedef struct qual {
     int user;                  /* user op through PMPI_Reduce_local */
     int in_place_layout;       /* pair types: the buffer is the elements, never packed */
     int commute;               /* user op: MPI_Op_create's commute (the order may change) */
+    int named;                 /* a predefined datatype: its buffer is its elements */
     MPI_Op mop;
 } qual_t;
 
@@ -238,13 +239,33 @@ static int predefined_op(MPI_Op op)
     return 0;
 }
 
+/* The last predefined (datatype, op) pairs qualified by this thread, with the
+ * answer for one element: predefined handles never change meaning, while a
+ * derived datatype or a user op may be freed and its handle reused, so only
+ * predefined ones are kept. Saves the table walks of every small call. */
+typedef struct qcache {
+    MPI_Datatype dt;
+    MPI_Op op;
+    int ok;
+    qual_t q; /* n = 1 */
+} qcache_t;
+#define QCACHE 4
+static _Thread_local qcache_t qcache[QCACHE];
+static _Thread_local unsigned qcache_next;
+
 /* 1 when numacoll takes the call (q filled), 0 when it goes to PMPI. */
 static int qualify(const nc_mpi_comm_t *c, int count, MPI_Datatype dt, MPI_Op op, qual_t *q)
 {
     int size = 0;
-    memset(q, 0, sizeof *q);
     if (count < 0 || dt == MPI_DATATYPE_NULL || op == MPI_OP_NULL)
         return 0; /* the MPI library reports it */
+    for (int i = 0; i < QCACHE; i++)
+        if (qcache[i].dt == dt && qcache[i].op == op && qcache[i].q.es) {
+            *q = qcache[i].q;
+            q->n = (size_t)count;
+            return qcache[i].ok && q->n * q->es <= INT_MAX;
+        }
+    memset(q, 0, sizeof *q);
     PMPI_Type_size(dt, &size);
     q->mop = op;
     int o = op_of(op);
@@ -264,12 +285,21 @@ static int qualify(const nc_mpi_comm_t *c, int count, MPI_Datatype dt, MPI_Op op
                 return 0;
             q->in_place_layout = 1;
         }
-        if (byte && o != NUMACOLL_BAND && o != NUMACOLL_BOR && o != NUMACOLL_BXOR)
-            return 0; /* MPI defines only the bitwise ops on MPI_BYTE */
+        const int ok = !byte || o == NUMACOLL_BAND || o == NUMACOLL_BOR || o == NUMACOLL_BXOR;
         q->op = (numacoll_op_t)o;
         q->type = (numacoll_type_t)t;
         q->base = base;
         q->es = es;
+        q->named = base == dt;
+        if (q->named) {
+            qcache_t *e = &qcache[qcache_next++ % QCACHE];
+            e->dt = dt;
+            e->op = op;
+            e->ok = ok;
+            e->q = *q;
+        }
+        if (!ok)
+            return 0; /* MPI defines only the bitwise ops on MPI_BYTE */
         q->n = (size_t)count * (size_t)(size / bsize);
     } else {
         if (predefined_op(op))
@@ -334,7 +364,7 @@ static char *as_bytes(const qual_t *q, void *buf, int count, MPI_Datatype dt, si
                       MPI_Comm comm, int fill, char **scratch)
 {
     char *start;
-    if (q->in_place_layout)
+    if (q->in_place_layout || (q->named && dt == q->base))
         return buf;
     if (nc_dtype_contiguous(buf, count, dt, &start))
         return start;
