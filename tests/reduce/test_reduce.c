@@ -469,17 +469,22 @@ static void combine(int t, int op, void *acc, const void *x)
  * NUMA leaders (numacoll_team_leaders, set by team_up); before a team, and
  * with NUMACOLL_REDUCE_NUMA=0, every member is its own domain (rank order). */
 static int g_leaders[MAXP], g_have_leaders;
+static int g_lead[MAXP], g_lead_set; /* leader_of(), worked out once per process */
 
 static int leader_of(int k)
 {
-    const char *v = getenv("NUMACOLL_TEST_REDUCE_DOMAINS");
-    char numa[16] = "1";
-    numacoll_param_get("NUMACOLL_REDUCE_NUMA", numa, sizeof numa, NULL);
-    if (!strcmp(numa, "0"))
-        return k;
-    if (v && atoi(v) > 0)
-        return k % atoi(v);
-    return g_have_leaders ? g_leaders[k] : k;
+    if (!g_lead_set) {
+        const char *v = getenv("NUMACOLL_TEST_REDUCE_DOMAINS");
+        char numa[16] = "1";
+        numacoll_param_get("NUMACOLL_REDUCE_NUMA", numa, sizeof numa, NULL);
+        for (int j = 0; j < MAXP; j++)
+            g_lead[j] = !strcmp(numa, "0")  ? j
+                        : v && atoi(v) > 0 ? j % atoi(v)
+                        : g_have_leaders   ? g_leaders[j]
+                                           : j;
+        g_lead_set = 1;
+    }
+    return g_lead[k];
 }
 
 /* Element k of the expected result: the left fold in rank order, or in the
@@ -706,6 +711,7 @@ static numacoll_team_t *team_up(int rank, int p, const char *name, numacoll_boot
         return NULL;
     }
     g_have_leaders = p <= MAXP && numacoll_team_leaders(t, g_leaders) == 0;
+    g_lead_set = 0;
     return t;
 }
 

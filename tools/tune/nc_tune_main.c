@@ -17,6 +17,11 @@
  *      after numacoll_param_set(), at the choice and its neighbours at the same
  *      budget, off-cache: predicted vs measured; the model's choice is kept
  *      unless a neighbour is more than NC_TUNE_KEEP_PCT faster over the sizes;
+ *   5b. reductions: MPI_Allreduce through the wrapper picks the switch point
+ *      between the one-hand-off and the reduce-scatter path
+ *      (NUMACOLL_REDUCE_SMALL_MAX) and the slot size (NUMACOLL_REDUCE_FRAG_SIZE),
+ *      then checks the pair against the built-in defaults size by size and
+ *      writes the defaults when it is slower anywhere;
  *   6. the tune file section (--output), the plots (--plot).
  */
 #include <getopt.h>
@@ -288,6 +293,189 @@ static void fmt_size(double b, char *buf, size_t len)
         snprintf(buf, len, "%.0fK", b / (1 << 10));
     else
         snprintf(buf, len, "%.0f", b);
+}
+
+/* ---- 5b. reductions ---------------------------------------------------------------- */
+
+/* A duplicate of MPI_COMM_WORLD whose numacoll team has these reduction
+ * tunables (they are read when the team is created, at its first call). */
+static MPI_Comm reduce_comm(size_t small_max, size_t frag)
+{
+    char v[32];
+    snprintf(v, sizeof v, "%zu", small_max);
+    numacoll_param_set("REDUCE_SMALL_MAX", v);
+    snprintf(v, sizeof v, "%zu", frag);
+    numacoll_param_set("REDUCE_FRAG_SIZE", v);
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    double x = 0, y;
+    MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, c); /* sets numacoll up on c */
+    int active = numacoll_mpi_comm_active(c), all;
+    PMPI_Allreduce(&active, &all, 1, MPI_INT, MPI_MIN, node);
+    if (all != 1)
+        say("   warning: numacoll is not active on the duplicate (%d): measuring the MPI "
+            "library's allreduce\n",
+            all);
+    return c;
+}
+
+/* Time of one MPI_Allreduce of m bytes of doubles (MPI_SUM) on c: t_max per
+ * call, 20th percentile over the calls, as the broadcasts. */
+static double time_mpi_allreduce(MPI_Comm c, double *in, double *out, size_t m, const opts_t *o)
+{
+    const int n8 = (int)(m / sizeof(double));
+    double t0, warm = 0;
+    for (int i = 0; i < 2; i++) {
+        PMPI_Barrier(c);
+        t0 = now();
+        MPI_Allreduce(in, out, n8, MPI_DOUBLE, MPI_SUM, c);
+        warm = now() - t0;
+    }
+    int n = iterations(max_all(warm), o->quick ? 0.01 : 0.05, 3, o->quick ? 30 : 200);
+    double *v = malloc(sizeof(double) * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        PMPI_Barrier(c);
+        t0 = now();
+        MPI_Allreduce(in, out, n8, MPI_DOUBLE, MPI_SUM, c);
+        v[i] = now() - t0;
+    }
+    return robust_tmax(v, n);
+}
+
+typedef struct red_choice {
+    size_t small_max, frag;
+    int defaults_kept; /* the choice was slower somewhere than the built-in defaults */
+} red_choice_t;
+
+/* 5b: the switch point between the one-hand-off and the reduce-scatter path
+ * (the largest size up to which the first wins at every measured size), the
+ * slot size (kept at the default unless another is NC_TUNE_KEEP_PCT faster
+ * over the large sizes), then the pair against the built-in defaults at every
+ * size: where it is more than NC_TUNE_KEEP_PCT slower anywhere, the defaults
+ * are written instead. Tuning never makes a size slower. */
+static red_choice_t tune_reductions(const opts_t *o)
+{
+    char dsm[32], dfr[32];
+    numacoll_param_get("REDUCE_SMALL_MAX", dsm, sizeof dsm, NULL);
+    numacoll_param_get("REDUCE_FRAG_SIZE", dfr, sizeof dfr, NULL);
+    const size_t def_small = strtoull(dsm, NULL, 10), def_frag = strtoull(dfr, NULL, 10);
+    const size_t maxm = o->quick ? 1 << 20 : 4 << 20;
+    double *in = malloc(maxm), *out = malloc(maxm);
+    if (!in || !out)
+        nc_tool_abort(MPI_COMM_WORLD, 1);
+    for (size_t k = 0; k < maxm / sizeof *in; k++)
+        in[k] = (double)(k % 1000) + rank;
+
+    say("5b. MPI_Allreduce (MPI_DOUBLE, MPI_SUM) through numacoll's wrapper, cache-resident\n");
+    /* the switch point */
+    static const size_t sw_full[] = {512, 1024, 2048, 4096, 8192, 16384, 32768};
+    static const size_t sw_quick[] = {1024, 4096, 16384};
+    const size_t *sw = o->quick ? sw_quick : sw_full;
+    const int nsw = o->quick ? 3 : 7;
+    MPI_Comm cs = reduce_comm(65536, 65536), cl = reduce_comm(0, 65536);
+    red_choice_t ch = {0, def_frag, 0};
+    int small_wins = 1;
+    say("   %8s %14s %14s\n", "m", "one hand-off", "reduce-scatter");
+    for (int i = 0; i < nsw; i++) {
+        double ts = time_mpi_allreduce(cs, in, out, sw[i], o);
+        double tl = time_mpi_allreduce(cl, in, out, sw[i], o);
+        say("   %8zu %11.2f us %11.2f us\n", sw[i], ts * 1e6, tl * 1e6);
+        if (small_wins && ts <= tl)
+            ch.small_max = sw[i];
+        else
+            small_wins = 0;
+    }
+    MPI_Comm_free(&cs);
+    MPI_Comm_free(&cl);
+    say("   -> NUMACOLL_REDUCE_SMALL_MAX = %zu\n", ch.small_max);
+
+    /* the slot size */
+    static const size_t fr_full[] = {16384, 65536, 262144};
+    static const size_t fr_quick[] = {16384, 65536};
+    const size_t *fr = o->quick ? fr_quick : fr_full;
+    const int nfr = o->quick ? 2 : 3;
+    static const size_t big_full[] = {262144, 1 << 20, 4 << 20};
+    static const size_t big_quick[] = {262144, 1 << 20};
+    const size_t *big = o->quick ? big_quick : big_full;
+    const int nbig = o->quick ? 2 : 3;
+    double tf[3][3], score[3];
+    int def_i = 0;
+    for (int i = 0; i < nfr; i++) {
+        if (fr[i] == def_frag)
+            def_i = i;
+        MPI_Comm c = reduce_comm(ch.small_max, fr[i]);
+        for (int k = 0; k < nbig; k++)
+            tf[i][k] = time_mpi_allreduce(c, in, out, big[k], o);
+        MPI_Comm_free(&c);
+    }
+    int pick = def_i;
+    for (int i = 0; i < nfr; i++) {
+        double lsum = 0;
+        for (int k = 0; k < nbig; k++) {
+            double b = INFINITY;
+            for (int j = 0; j < nfr; j++)
+                b = fmin(b, tf[j][k]);
+            lsum += log(tf[i][k] / b);
+        }
+        score[i] = exp(lsum / nbig);
+    }
+    for (int i = 0; i < nfr; i++)
+        if (score[i] < score[pick] && 100 * (score[def_i] / score[i] - 1) > NC_TUNE_KEEP_PCT)
+            pick = i;
+    say("   %8s", "slot");
+    for (int k = 0; k < nbig; k++)
+        say(" %10zu B", big[k]);
+    say("   time / best\n");
+    for (int i = 0; i < nfr; i++) {
+        say("   %8zu", fr[i]);
+        for (int k = 0; k < nbig; k++)
+            say(" %9.1f us", tf[i][k] * 1e6);
+        say("   %.3f%s\n", score[i], i == def_i ? " (default)" : "");
+    }
+    ch.frag = fr[pick];
+    say("   -> NUMACOLL_REDUCE_FRAG_SIZE = %zu\n", ch.frag);
+
+    /* against the defaults, size by size */
+    if (ch.small_max != def_small || ch.frag != def_frag) {
+        static const size_t vs_full[] = {8,     1024,   4096,    8192,    16384,
+                                         32768, 65536, 262144, 1 << 20, 4 << 20};
+        static const size_t vs_quick[] = {8, 4096, 16384, 262144, 1 << 20};
+        const size_t *vs = o->quick ? vs_quick : vs_full;
+        const int nvs = o->quick ? 5 : 10;
+        MPI_Comm cc = reduce_comm(ch.small_max, ch.frag), cd = reduce_comm(def_small, def_frag);
+        say("   %8s %12s %12s\n", "m", "choice", "defaults");
+        const size_t slo = ch.small_max < def_small ? ch.small_max : def_small;
+        const size_t shi = ch.small_max < def_small ? def_small : ch.small_max;
+        for (int k = 0; k < nvs; k++) {
+            /* only where the two take different paths or slot sizes */
+            const int differ = (vs[k] > slo && vs[k] <= shi) || (vs[k] > slo && ch.frag != def_frag);
+            if (!differ)
+                continue;
+            double tc = time_mpi_allreduce(cc, in, out, vs[k], o);
+            double td = time_mpi_allreduce(cd, in, out, vs[k], o);
+            const int slower = tc > td * (1 + NC_TUNE_KEEP_PCT / 100);
+            say("   %8zu %9.2f us %9.2f us%s\n", vs[k], tc * 1e6, td * 1e6,
+                slower ? "  <- the choice is slower" : "");
+            ch.defaults_kept |= slower;
+        }
+        MPI_Comm_free(&cc);
+        MPI_Comm_free(&cd);
+        if (ch.defaults_kept) {
+            ch.small_max = def_small;
+            ch.frag = def_frag;
+            say("   -> slower than the defaults at some size: the defaults are written\n");
+        } else {
+            say("   -> nowhere slower than the defaults: kept\n");
+        }
+    } else {
+        say("   -> the defaults\n");
+    }
+    say("\n");
+    numacoll_param_set("REDUCE_SMALL_MAX", dsm);
+    numacoll_param_set("REDUCE_FRAG_SIZE", dfr);
+    free(in);
+    free(out);
+    return ch;
 }
 
 /* ---- options ------------------------------------------------------------------------ */
@@ -695,6 +883,9 @@ int main(int argc, char **argv)
     const nc_tune_setting_t model_choice = best;
     best = set[pick];
 
+    /* 5b. */
+    const red_choice_t red = tune_reductions(&o);
+
     /* 6. */
     nc_tune_section_t sec;
     memset(&sec, 0, sizeof sec);
@@ -717,6 +908,10 @@ int main(int argc, char **argv)
     snprintf(v, sizeof v, "%d", best.q);
     ok &= !nc_tune_section_set(&sec, "BCAST_SETS", v, err, sizeof err);
     ok &= !nc_tune_section_set(&sec, "BCAST_TREE", tree, err, sizeof err);
+    snprintf(v, sizeof v, "%zu", red.small_max);
+    ok &= !nc_tune_section_set(&sec, "REDUCE_SMALL_MAX", v, err, sizeof err);
+    snprintf(v, sizeof v, "%zu", red.frag);
+    ok &= !nc_tune_section_set(&sec, "REDUCE_FRAG_SIZE", v, err, sizeof err);
     for (size_t i = 0; i < sizeof info / sizeof info[0]; i++) {
         snprintf(v, sizeof v, info[i].fmt, info[i].x);
         ok &= !nc_tune_section_set(&sec, info[i].k, v, err, sizeof err);
