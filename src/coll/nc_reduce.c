@@ -46,8 +46,9 @@
  *   2. write its slot: the header (code = type | op << 8 | user << 16 |
  *      commutative << 17, element size, the call's bytes, root) and the
  *      round's bytes of its contribution (large calls: not the slices it
- *      reduces itself in 4 or 4a, which only it reads, from its buffer), then
- *      seq = r (release).
+ *      reduces itself in 4 or 4a, which only it reads, from its buffer; 4w:
+ *      all of them at the non-root, none at the root), then seq = r
+ *      (release).
  * Small call:
  *   3s. readers: wait until seq == r in every member's slot (acquire), check
  *       the headers, combine the p slots into recvbuf (order below); others,
@@ -64,6 +65,11 @@
  *   4a. two-level: for every slice k with work(my domain, k) == i, reduce
  *       slice k over my domain's members into slice k of my slot (k == i:
  *       into private memory), then part = r (release);
+ *   4w. a reduce between two members ("whole rounds", chosen from p, the
+ *       root and the size, so every member takes it alike): the non-root
+ *       posted the whole round in 2 and is done; the root waits for it (3)
+ *       and combines the round over both contributions into its recvbuf
+ *       (in place: into private memory, then copied), then 6;
  *   4b. two-level: for every other domain d, wait until part[work(d, i)]
  *       >= r (acquire); reduce slice i over the D partials, in domain order,
  *       into slice i of my slot (or the root's recvbuf, as in 4);
@@ -286,9 +292,9 @@ static int plan(const struct numacoll_team *t, red_state_t *st)
     st->dfirst = st->pl.dfirst;
     st->dmem = st->pl.dmem;
     st->work = st->pl.work;
-    if (!st->two)
+    if (!st->two && p != 2)
         return 0;
-    st->part = malloc(st->F);
+    st->part = malloc(st->F); /* two-level partials; p = 2: an in-place whole round */
     st->dsrc = calloc((size_t)p, sizeof *st->dsrc);
     return st->part && st->dsrc ? 0 : NUMACOLL_ERR_NOMEM;
 }
@@ -504,16 +510,18 @@ static inline int mine_slice(const red_state_t *st, int p, int me, int two, int 
 /* Step 2: the header and the round's len bytes (m elements; small: slices
  * 0) of my contribution, but the slices only I read, then seq = r. */
 static void post(const red_state_t *st, red_slot_t *sl, uint32_t r, const red_op_t *op,
-                 uint64_t bytes, int root, const char *in, size_t len, int small, int p, int me,
-                 int two)
+                 uint64_t bytes, int root, const char *in, size_t len, int small, int whole,
+                 int p, int me, int two)
 {
     sl->code = op->code;
     sl->elem = (uint32_t)op->es;
     sl->root = root;
     sl->bytes = bytes;
     char *d = data_of(sl);
-    if (small) {
+    if (small || (whole && me != root)) {
         memcpy(d, in, len);
+    } else if (whole) {
+        /* the root of a whole-round reduce: its data is read by itself only */
     } else {
         /* runs of slices that others read, one copy each */
         const size_t es = op->es, m = len / es;
@@ -555,6 +563,10 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
     if (st->F < es)
         return NUMACOLL_ERR_NOTSUP; /* an element larger than a slot: same on every member */
     const int small = bytes <= st->small_max;
+    /* A large reduce between two members: the root combines whole rounds
+     * (4w), reading each byte of the other's contribution once, with no
+     * slices to hand back. */
+    const int whole = !small && root >= 0 && p == 2;
     const size_t chunk = st->F / es * es;
     const int da = two ? st->dfirst[st->mydom] : 0;
     const int nd = two ? st->dfirst[st->mydom + 1] - da : p;
@@ -571,14 +583,16 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
         /* 1., 2. */
         if ((rc2 = wait_slot_free(t, st, r)))
             return nc_team_fail(t, rc2);
-        post(st, mine, r, op, bytes, root, in + off, len, small, p, me, two);
+        post(st, mine, r, op, bytes, root, in + off, len, small, whole, p, me, two);
         if (small && (!reader || !bytes)) {
             finish_round(st, me, r); /* 6. */
             break;
         }
         /* 3. Every member's slot in the first round (the headers), after
-         * it only the ones step 4 reads: two-level, my domain's. */
-        for (int j = 0; j < (first ? p : nd); j++) {
+         * it only the ones step 4 reads: two-level, my domain's; whole
+         * rounds: the root the other's, the other none. */
+        const int nwait = first ? p : whole ? (me == root ? p : 0) : nd;
+        for (int j = 0; j < nwait; j++) {
             const int k = first || !two ? j : st->dmem[da + j];
             if (k != me && (rc2 = wait_posted(t, slot_of(st, k, r), r)))
                 return nc_team_fail(t, rc2);
@@ -598,6 +612,21 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
                 combine(op, out, st->src, p, m);
             finish_round(st, me, r); /* 6. */
             break;
+        }
+        if (whole) {
+            /* 4w. the root: the round over both contributions, into its
+             * buffer (in place: through private memory, its input is there) */
+            if (me == root && m) {
+                for (int k = 0; k < p; k++)
+                    st->src[k] = k == me ? in + off : data_of(slot_of(st, k, r));
+                char *wdst = in != out ? out + off : st->part;
+                combine(op, wdst, st->src, p, m);
+                if (wdst != out + off)
+                    memcpy(out + off, wdst, len);
+            }
+            finish_round(st, me, r); /* 6. */
+            off += len;
+            continue;
         }
         /* The root of a reduce (not in place) reduces its slice straight
          * into its buffer: nobody else reads it. */
