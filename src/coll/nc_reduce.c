@@ -65,8 +65,9 @@
  *   4a. two-level: for every slice k with work(my domain, k) == i, reduce
  *       slice k over my domain's members into slice k of my slot (k == i:
  *       into private memory), then part = r (release);
- *   4w. a reduce between two members ("whole rounds", chosen from p, the
- *       root and the size, so every member takes it alike): the non-root
+ *   4w. a reduce between two members of 4 rounds or more ("whole rounds",
+ *       chosen from p, the root and the size, so every member takes it
+ *       alike): the non-root
  *       posted the whole round in 2 and is done; the root waits for it (3)
  *       and combines the round over both contributions into its recvbuf
  *       (in place: into private memory, then copied), then 6;
@@ -563,11 +564,12 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
     if (st->F < es)
         return NUMACOLL_ERR_NOTSUP; /* an element larger than a slot: same on every member */
     const int small = bytes <= st->small_max;
-    /* A large reduce between two members: the root combines whole rounds
-     * (4w), reading each byte of the other's contribution once, with no
-     * slices to hand back. */
-    const int whole = !small && root >= 0 && p == 2;
     const size_t chunk = st->F / es * es;
+    /* A reduce between two members over 4 rounds or more: the root combines
+     * whole rounds (4w), reading each byte of the other's contribution once,
+     * with no slices to hand back; below that the rounds do not overlap
+     * enough and the reduce-scatter (both members at once) is faster. */
+    const int whole = !small && root >= 0 && p == 2 && bytes >= 4 * chunk;
     const int da = two ? st->dfirst[st->mydom] : 0;
     const int nd = two ? st->dfirst[st->mydom + 1] - da : p;
     size_t off = 0;
