@@ -144,6 +144,9 @@ typedef struct red_state {
     int S;
     size_t F, stride, small_max;
     uint32_t outs_low;  /* lowest out of the others, as last read (step 1) */
+    uint64_t rounds;    /* rounds since the team was created, the same on every member */
+    unsigned slot;      /* the current round's slot: rounds % S */
+    uint32_t done_pub, part_pub; /* the last done / part stored (stale-flag refresh) */
     red_ctl_t **ctl;    /* ctl[k]: member k's control lines */
     char **slots;       /* slots[k]: member k's slot 0 */
     const char **src;   /* p source pointers, scratch for the folds */
@@ -177,9 +180,12 @@ nc_shm_need_t nc_reduce_shm_need(int p, const nc_config_t *cfg, size_t page)
     return (nc_shm_need_t){.shared = 0, .member = page + S * slot_stride(F, page)};
 }
 
-static inline red_slot_t *slot_of(const red_state_t *st, int k, uint32_t r)
+/* Member k's slot of the current round (st->slot: the round's index modulo
+ * S, counted in 64 bits so that it never jumps when the 32-bit round number
+ * wraps, whatever S). */
+static inline red_slot_t *slot_of(const red_state_t *st, int k)
 {
-    return (red_slot_t *)(st->slots[k] + (size_t)(r % (uint32_t)st->S) * st->stride);
+    return (red_slot_t *)(st->slots[k] + (size_t)st->slot * st->stride);
 }
 static inline char *data_of(red_slot_t *sl)
 {
@@ -341,6 +347,7 @@ int nc_reduce_init(struct numacoll_team *t)
         atomic_store_explicit(&((red_slot_t *)(st->slots[t->rank] + (size_t)k * st->stride))->seq,
                               before, memory_order_relaxed);
     st->outs_low = before;
+    st->done_pub = st->part_pub = before;
     return 0;
 }
 
@@ -467,11 +474,11 @@ static void combine2(red_state_t *st, const red_op_t *op, char *dst, const char 
 }
 
 /* Step 3's check of the headers (every member's slot of round r). */
-static int check_headers(numacoll_team_t *t, red_state_t *st, uint32_t r, uint64_t bytes,
+static int check_headers(numacoll_team_t *t, red_state_t *st, uint64_t bytes,
                          uint32_t code, uint32_t elem, int root)
 {
     for (int k = 0; k < t->p; k++) {
-        const red_slot_t *sl = slot_of(st, k, r);
+        const red_slot_t *sl = slot_of(st, k);
         if (sl->bytes == bytes && sl->code == code && sl->elem == elem && sl->root == root)
             continue;
         int rc = sl->root != root                        ? NUMACOLL_ERR_ROOT
@@ -576,12 +583,13 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
     int first = 1;
     do {
         const uint32_t r = t->reduce_round++;
+        st->slot = (unsigned)(st->rounds++ % (uint64_t)st->S);
         const size_t len = small ? bytes : (bytes - off < chunk ? bytes - off : chunk);
         const size_t m = len / es;
         size_t lo = 0, hi = 0;
         if (!small)
             slice_of(m, es, p, me, &lo, &hi);
-        red_slot_t *mine = slot_of(st, me, r);
+        red_slot_t *mine = slot_of(st, me);
         /* 1., 2. */
         if ((rc2 = wait_slot_free(t, st, r)))
             return nc_team_fail(t, rc2);
@@ -596,10 +604,10 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
         const int nwait = first ? p : whole ? (me == root ? p : 0) : nd;
         for (int j = 0; j < nwait; j++) {
             const int k = first || !two ? j : st->dmem[da + j];
-            if (k != me && (rc2 = wait_posted(t, slot_of(st, k, r), r)))
+            if (k != me && (rc2 = wait_posted(t, slot_of(st, k), r)))
                 return nc_team_fail(t, rc2);
         }
-        if (first && (rc = check_headers(t, st, r, bytes, op->code, (uint32_t)es, root))) {
+        if (first && (rc = check_headers(t, st, bytes, op->code, (uint32_t)es, root))) {
             finish_round(st, me, r); /* 6. */
             break;
         }
@@ -607,7 +615,7 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
         if (small) {
             /* 3s. */
             for (int k = 0; k < p; k++)
-                st->src[k] = data_of(slot_of(st, k, r));
+                st->src[k] = data_of(slot_of(st, k));
             if (two)
                 combine2(st, op, out, st->src, m);
             else
@@ -620,7 +628,7 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
              * buffer (in place: through private memory, its input is there) */
             if (me == root && m) {
                 for (int k = 0; k < p; k++)
-                    st->src[k] = k == me ? in + off : data_of(slot_of(st, k, r));
+                    st->src[k] = k == me ? in + off : data_of(slot_of(st, k));
                 char *wdst = in != out ? out + off : st->part;
                 combine(op, wdst, st->src, p, m);
                 if (wdst != out + off)
@@ -644,32 +652,34 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
                     continue;
                 for (int j = 0; j < nd; j++) {
                     const int x = st->dmem[da + j];
-                    st->src[j] = (x == me ? in + off : data_of(slot_of(st, x, r))) + klo * es;
+                    st->src[j] = (x == me ? in + off : data_of(slot_of(st, x))) + klo * es;
                 }
                 combine(op, k == me ? st->part : data_of(mine) + klo * es, st->src, nd, khi - klo);
             }
             /* release: my partials before part; pairs with the acquire in
              * wait_part() (step 4b). */
             atomic_store_explicit(&st->ctl[me]->part, r, memory_order_release);
+            st->part_pub = r;
             /* 4b. my slice over the domains' partials, in domain order */
             if (lo < hi) {
                 for (int d = 0; d < st->D; d++) {
                     const int w = st->work[d * p + me];
                     if (d != st->mydom && (rc2 = wait_part(t, st->ctl[w], r)))
                         return nc_team_fail(t, rc2);
-                    st->src[d] = d == st->mydom ? st->part : data_of(slot_of(st, w, r)) + lo * es;
+                    st->src[d] = d == st->mydom ? st->part : data_of(slot_of(st, w)) + lo * es;
                 }
                 combine(op, dst, st->src, st->D, hi - lo);
             }
         } else if (lo < hi) {
             /* 4. my slice over every member */
             for (int k = 0; k < p; k++)
-                st->src[k] = k == me ? in + off + lo * es : data_of(slot_of(st, k, r)) + lo * es;
+                st->src[k] = k == me ? in + off + lo * es : data_of(slot_of(st, k)) + lo * es;
             combine(op, dst, st->src, p, hi - lo);
         }
         /* release: my reduced slice before done; pairs with the acquire in
          * wait_done() (step 5). */
         atomic_store_explicit(&st->ctl[me]->done, r, memory_order_release);
+        st->done_pub = r;
         /* 5. */
         if (reader)
             for (int k = 0; k < p; k++) {
@@ -679,12 +689,26 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
                     continue;
                 if (k != me && (rc2 = wait_done(t, st->ctl[k], r)))
                     return nc_team_fail(t, rc2);
-                memcpy(out + off + klo * es, data_of(slot_of(st, k, r)) + klo * es,
+                memcpy(out + off + klo * es, data_of(slot_of(st, k)) + klo * es,
                        (khi - klo) * es);
             }
         finish_round(st, me, r); /* 6. */
         off += len;
     } while (off < bytes);
+    /* done and part move only in reduce-scatter rounds: after 2^30 rounds
+     * without one, bring them forward so that the wrap-safe comparisons of
+     * steps 4b and 5 never take a value 2^31 rounds old for a new one. No
+     * member waits for them in rounds that did not set them (the paths are
+     * the same on every member), so relaxed stores do. */
+    const uint32_t last = t->reduce_round - 1u;
+    if (last - st->done_pub > (1u << 30)) {
+        atomic_store_explicit(&st->ctl[me]->done, last, memory_order_relaxed);
+        st->done_pub = last;
+    }
+    if (last - st->part_pub > (1u << 30)) {
+        atomic_store_explicit(&st->ctl[me]->part, last, memory_order_relaxed);
+        st->part_pub = last;
+    }
     return rc;
 }
 

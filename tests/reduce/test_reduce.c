@@ -32,6 +32,8 @@
  *                                 0..1 MiB, on one team; p = 2 3 4 8
  *   test_reduce wrap              interleave (to 256 KiB) with every counter starting near
  *                                 UINT32_MAX; p = 3 4
+ *   test_reduce wrapslots         across the wrap with a non-root S - 1 rounds ahead
+ *                                 (run with REDUCE_SLOTS=3); p = 2
  * Arguments NAME=VALUE set tunables first (numacoll_param_set), e.g.
  *   test_reduce ops 1 4 REDUCE_SMALL_MAX=0 REDUCE_FRAG_SIZE=256 REDUCE_SLOTS=2
  */
@@ -1353,6 +1355,46 @@ static int body_interleave(int rank, int p, const char *name, void *arg)
     return 0;
 }
 
+/* ---- slots across the wrap ---------------------------------------------------------
+ * The round counter starts 5 short of UINT32_MAX and S = 3 (does not divide
+ * 2^32): member 1 (never a reader: small reduces to root 0) runs S - 1 rounds
+ * ahead while the root sleeps before each call, so a slot index that jumped at
+ * the wrap would let it overwrite a slot the root has not read (a hang, or a
+ * wrong sum). Then large reduces and allreduces after the wrap. */
+static int body_wrapslots(int rank, int p, const char *name, void *arg)
+{
+    (void)arg;
+    numacoll_bootstrap_t *bs;
+    numacoll_team_t *tm = team_up(rank, p, name, &bs);
+    CHECK(tm, "team");
+    bufs_t b;
+    CHECK(bufs_alloc(&b, 1 << 20) == 0, "malloc");
+    for (int i = 0; i < 12; i++) {
+        if (rank == 0)
+            usleep(20000);
+        call_t c = {NUMACOLL_INT64, NUMACOLL_SUM, 7, 0, 0, 0, (uint64_t)i};
+        if (run_call(tm, rank, p, &c, &b))
+            return 1;
+    }
+    for (int i = 0; i < 6; i++) {
+        call_t c = {NUMACOLL_DOUBLE, NUMACOLL_SUM, (size_t)(100000 + i), i % 2 ? -1 : 0, 0, 0,
+                    (uint64_t)(100 + i)};
+        if (run_call(tm, rank, p, &c, &b))
+            return 1;
+    }
+    bufs_free(&b);
+    team_down(tm, bs);
+    return 0;
+}
+
+static int mode_wrapslots(void)
+{
+    nc_test_seq0 = UINT32_MAX - 5;
+    int rc = nc_fork_run(2, 60, body_wrapslots, NULL, -1);
+    printf("wrapslots p=2: %s\n", rc ? "FAIL" : "ok");
+    return rc != 0;
+}
+
 static int mode_interleave(uint64_t seed, const int *ps, int nps, int nops, int max_log)
 {
     int fails = 0;
@@ -1412,6 +1454,8 @@ int main(int argc, char **argv)
         static const int ps[] = {2, 3, 4, 8};
         uint64_t seed = npos > 1 ? strtoull(pos[1], NULL, 0) : 20240601;
         fails = mode_interleave(seed, ps, (int)ARRAY_SIZE(ps), 300, 20);
+    } else if (!strcmp(m, "wrapslots")) {
+        fails = mode_wrapslots();
     } else if (!strcmp(m, "wrap")) {
         /* Every counter of the teams starts 60 short of UINT32_MAX (inherited by
          * the members): the reduction rounds wrap within the first calls. */
@@ -1420,7 +1464,7 @@ int main(int argc, char **argv)
         fails = mode_interleave(777, ps, (int)ARRAY_SIZE(ps), 200, 18);
     } else {
         fprintf(stderr, "usage: %s ops [PMIN PMAX] | sizes | user | repro | mismatch | "
-                        "mismatch_user | dead | local | interleave [SEED] | wrap  "
+                        "mismatch_user | dead | local | interleave [SEED] | wrap | wrapslots  "
                         "[TUNABLE=VALUE...]\n",
                 argv[0]);
         return 2;
