@@ -146,6 +146,42 @@ NUMACOLL_API int numacoll_allreduce_user(numacoll_team_t *team, const void *send
                                          void *recvbuf, size_t count,
                                          const numacoll_user_op_t *op);
 
+/* ---- the gather family (coll/nc_gather.c) -----------------------------------
+ * Blocks of bytes, MPI's semantics with byte counts: block k of a member's
+ * buffer is at base + k * bytes (uniform forms) or base + displs[k] with
+ * counts[k] bytes (v-forms; any order, gaps allowed, no overlap of received
+ * blocks). Arguments named for the root only are ignored elsewhere (may be
+ * NULL). In place (NUMACOLL_IN_PLACE or NULL):
+ *   gather(v):    the root's sendbuf: its block is in recvbuf already;
+ *   scatter(v):   the root's recvbuf: its block stays in sendbuf;
+ *   allgather(v): sendbuf: every member's block is in recvbuf already;
+ *   alltoall(v):  sendbuf: the blocks are taken from recvbuf (and replaced;
+ *                 sent from a private copy, as the MPI libraries do).
+ * A member whose receive size for a block differs from the sender's bytes
+ * gets NUMACOLL_ERR_TRUNCATE (it keeps what fits and the call completes on
+ * every member); every member must agree on the root. */
+NUMACOLL_API int numacoll_gather(numacoll_team_t *team, const void *sendbuf, size_t bytes,
+                                 void *recvbuf, int root);
+NUMACOLL_API int numacoll_gatherv(numacoll_team_t *team, const void *sendbuf, size_t sendbytes,
+                                  void *recvbuf, const size_t *recvbytes, const size_t *displs,
+                                  int root);
+NUMACOLL_API int numacoll_scatter(numacoll_team_t *team, const void *sendbuf, void *recvbuf,
+                                  size_t bytes, int root);
+NUMACOLL_API int numacoll_scatterv(numacoll_team_t *team, const void *sendbuf,
+                                   const size_t *sendbytes, const size_t *displs, void *recvbuf,
+                                   size_t recvbytes, int root);
+NUMACOLL_API int numacoll_allgather(numacoll_team_t *team, const void *sendbuf, size_t bytes,
+                                    void *recvbuf);
+NUMACOLL_API int numacoll_allgatherv(numacoll_team_t *team, const void *sendbuf,
+                                     size_t sendbytes, void *recvbuf, const size_t *recvbytes,
+                                     const size_t *displs);
+NUMACOLL_API int numacoll_alltoall(numacoll_team_t *team, const void *sendbuf, void *recvbuf,
+                                   size_t bytes);
+NUMACOLL_API int numacoll_alltoallv(numacoll_team_t *team, const void *sendbuf,
+                                    const size_t *sendbytes, const size_t *sdispls,
+                                    void *recvbuf, const size_t *recvbytes,
+                                    const size_t *rdispls);
+
 /* ---- tunables ---------------------------------------------------------------
  * Names are the environment variables (e.g. "NUMACOLL_BCAST_FRAG_SIZE").
  * numacoll_param_set() changes the value for teams created afterwards; a team
@@ -184,6 +220,7 @@ typedef struct numacoll_team_info {
     size_t ctrl_bytes;                  /* control blocks at the start of a member block */
     size_t buf_stride;                  /* distance between two fragment buffers */
     size_t reduce_off, reduce_bytes;    /* reductions' slots: at rank_off + i*rank_bytes + reduce_off */
+    size_t gather_off, gather_bytes;    /* the gather family's boxes and slots, likewise */
     size_t barrier_off, barrier_bytes;  /* the collectives' shared areas (barrier flags first) */
     int placement;                      /* enum numacoll_placement, team-wide */
     long misplaced_pages;               /* team-wide count */

@@ -39,7 +39,8 @@ typedef struct nc_coll_decl {
 /* X(ENUM, file) in the order of the areas in the segment. */
 #define NC_COLL_TABLE(X) \
     X(BARRIER, barrier)  \
-    X(REDUCE, reduce)
+    X(REDUCE, reduce)    \
+    X(GATHER, gather)
 
 enum {
 #define NC_COLL_ENUM_(e, file) NC_COLL_##e,

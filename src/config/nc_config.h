@@ -64,6 +64,16 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
     X(REDUCE_NUMA, NC_PT_INT, "1", 0, 1, NULL, "bool",                                          \
       "1: on a node with several NUMA nodes, reductions combine each NUMA node's members first, " \
       "then the NUMA nodes (docs/reduce.md); 0: one fold in rank order, the same bits on any node.") \
+    /* ---- gather family (coll/nc_gather.c) ---- */                                         \
+    X(GATHER_FRAG_SIZE, NC_PT_SIZE, "32768", 4096, 16 << 20, NULL, "bytes",                     \
+      "Gather family: bytes of one fragment slot (rounded up to whole pages); a block larger "  \
+      "than the inline size goes through its sender's slots in fragments of this size.")        \
+    X(GATHER_SLOTS, NC_PT_INT, "4", 2, 32, NULL, "slots",                                       \
+      "Gather family: fragment slots per member; a sender writes this many fragments ahead of " \
+      "its readers.")                                                                           \
+    X(GATHER_INLINE_MAX, NC_PT_SIZE, "232", 0, 4072, NULL, "bytes",                             \
+      "Gather family: blocks up to this size travel inside the line(s) that announce them; "    \
+      "each member keeps 4 x p such entries.")                                                  \
     /* ---- MPI layer (src/mpi) ---- */                                                       \
     X(DISABLE, NC_PT_INT, "0", 0, 1, NULL, "bool",                                              \
       "1: every collective goes to the MPI library (PMPI); numacoll stays out of the way.")      \
@@ -75,6 +85,21 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
       "0: MPI_Reduce goes to the MPI library.")                                                 \
     X(ALLREDUCE_ENABLE, NC_PT_INT, "1", 0, 1, NULL, "bool",                                     \
       "0: MPI_Allreduce goes to the MPI library.")                                              \
+    X(GATHER_ENABLE, NC_PT_INT, "1", 0, 1, NULL, "bool", "0: MPI_Gather goes to the MPI library.") \
+    X(GATHERV_ENABLE, NC_PT_INT, "1", 0, 1, NULL, "bool",                                       \
+      "0: MPI_Gatherv goes to the MPI library.")                                                \
+    X(SCATTER_ENABLE, NC_PT_INT, "1", 0, 1, NULL, "bool",                                       \
+      "0: MPI_Scatter goes to the MPI library.")                                                \
+    X(SCATTERV_ENABLE, NC_PT_INT, "1", 0, 1, NULL, "bool",                                      \
+      "0: MPI_Scatterv goes to the MPI library.")                                               \
+    X(ALLGATHER_ENABLE, NC_PT_INT, "1", 0, 1, NULL, "bool",                                     \
+      "0: MPI_Allgather goes to the MPI library.")                                              \
+    X(ALLGATHERV_ENABLE, NC_PT_INT, "1", 0, 1, NULL, "bool",                                    \
+      "0: MPI_Allgatherv goes to the MPI library.")                                             \
+    X(ALLTOALL_ENABLE, NC_PT_INT, "1", 0, 1, NULL, "bool",                                      \
+      "0: MPI_Alltoall goes to the MPI library.")                                               \
+    X(ALLTOALLV_ENABLE, NC_PT_INT, "1", 0, 1, NULL, "bool",                                     \
+      "0: MPI_Alltoallv goes to the MPI library.")                                              \
     X(COMM_MIN_CALLS, NC_PT_INT, "0", 0, 1000000, NULL, "calls",                                \
       "Collective calls on a communicator before numacoll sets up its segment for it.")         \
     X(STATS, NC_PT_INT, "0", 0, 1, NULL, "bool",                                                \

@@ -42,7 +42,8 @@ static const int agreed[] = {NC_P_BCAST_FRAG_SIZE, NC_P_BCAST_QUEUE_LEN, NC_P_BC
                              NC_P_BCAST_TREE,      NC_P_BCAST_INLINE_MAX, NC_P_SEG_LAYOUT,
                              NC_P_BARRIER_ALG,     NC_P_BARRIER_TREE,    NC_P_BARRIER_NUMA,
                              NC_P_REDUCE_FRAG_SIZE, NC_P_REDUCE_SLOTS,   NC_P_REDUCE_SMALL_MAX,
-                             NC_P_REDUCE_NUMA};
+                             NC_P_REDUCE_NUMA,     NC_P_GATHER_FRAG_SIZE, NC_P_GATHER_SLOTS,
+                             NC_P_GATHER_INLINE_MAX};
 #define NC_NAGREED ((int)NC_ARRAY_SIZE(agreed))
 
 typedef struct rec1 {
@@ -354,6 +355,7 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
          * so that no member can use a collective before it is ready. */
         t->barrier_seq = nc_test_seq0;
         t->reduce_round = nc_test_seq0;
+        t->gather_call = nc_test_seq0;
         for (int m = 0; m < NC_COLL_COUNT && !rc; m++)
             rc = nc_coll_decls[m].init(t);
     }
@@ -493,6 +495,8 @@ NUMACOLL_API int numacoll_team_info(const numacoll_team_t *t, numacoll_team_info
     info->buf_stride = l->buf_stride;
     info->reduce_off = l->marea_off[NC_COLL_REDUCE];
     info->reduce_bytes = l->marea_bytes[NC_COLL_REDUCE];
+    info->gather_off = l->marea_off[NC_COLL_GATHER];
+    info->gather_bytes = l->marea_bytes[NC_COLL_GATHER];
     info->barrier_off = l->barrier_off;
     info->barrier_bytes = l->barrier_bytes;
     info->placement = t->placement;

@@ -45,6 +45,11 @@ struct numacoll_team {
     uint32_t reduce_round;
     void *reduce_state;
 
+    /* the gather family: the call counter, the same on every member, and
+     * this member's private view (coll/nc_gather.c) */
+    uint32_t gather_call;
+    void *gather_state;
+
     /* team-wide placement result (numacoll_team_info) */
     int placement;
     long placement_pages, misplaced;

@@ -38,7 +38,15 @@
     X(BCAST, "bcast", NC_P_BCAST_ENABLE)         \
     X(BARRIER, "barrier", NC_P_BARRIER_ENABLE)   \
     X(REDUCE, "reduce", NC_P_REDUCE_ENABLE)      \
-    X(ALLREDUCE, "allreduce", NC_P_ALLREDUCE_ENABLE)
+    X(ALLREDUCE, "allreduce", NC_P_ALLREDUCE_ENABLE)    \
+    X(GATHER, "gather", NC_P_GATHER_ENABLE)             \
+    X(GATHERV, "gatherv", NC_P_GATHERV_ENABLE)          \
+    X(SCATTER, "scatter", NC_P_SCATTER_ENABLE)          \
+    X(SCATTERV, "scatterv", NC_P_SCATTERV_ENABLE)       \
+    X(ALLGATHER, "allgather", NC_P_ALLGATHER_ENABLE)    \
+    X(ALLGATHERV, "allgatherv", NC_P_ALLGATHERV_ENABLE) \
+    X(ALLTOALL, "alltoall", NC_P_ALLTOALL_ENABLE)       \
+    X(ALLTOALLV, "alltoallv", NC_P_ALLTOALLV_ENABLE)
 
 enum {
 #define NC_MPI_COLL_ENUM_(e, name, param) NC_MPI_##e = NUMACOLL_MPI_##e,
@@ -69,6 +77,10 @@ typedef struct nc_mpi_comm {
 nc_mpi_comm_t *nc_mpi_comm_get(MPI_Comm comm, int coll);
 
 void nc_mpi_count(int coll, int numacoll, size_t bytes);
+
+/* 1 when comm is an intracommunicator of one rank and collective `coll` is
+ * numacoll's by the tunables (a call that needs no team: a local copy). */
+int nc_mpi_solo(MPI_Comm comm, int coll);
 
 /* At MPI_Init: the job's ranks on each node share one shared-memory budget
  * counter (nc_shm.h); without it each process counts its own segments. */

@@ -281,6 +281,22 @@ have:
     return c->state == NC_COMM_ACTIVE && c->enabled[coll] ? c : NULL;
 }
 
+int nc_mpi_solo(MPI_Comm comm, int coll)
+{
+    static const int enable[NC_MPI_NCOLL] = {
+#define NC_MPI_SOLO_(e, name, param) [NC_MPI_##e] = param,
+        NC_MPI_COLL_TABLE(NC_MPI_SOLO_)
+#undef NC_MPI_SOLO_
+    };
+    int inter = 0, size = 0;
+    if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter ||
+        PMPI_Comm_size(comm, &size) != MPI_SUCCESS || size != 1)
+        return 0;
+    nc_config_t cfg;
+    nc_config_snapshot(&cfg);
+    return !NC_CFG_NUM(&cfg, DISABLE) && cfg.v[enable[coll]].num;
+}
+
 int nc_mpi_error(MPI_Comm comm, int nc_err, const char *what)
 {
     int code = nc_err == NUMACOLL_ERR_TRUNCATE ? MPI_ERR_TRUNCATE

@@ -36,7 +36,41 @@
     X(Allreduce, nc_mpi_allreduce,                                                                 \
       (const void *sendbuf, void *recvbuf, int count, nc_mpi_word_t datatype, nc_mpi_word_t op,    \
        nc_mpi_word_t comm),                                                                        \
-      (sendbuf, recvbuf, count, datatype, op, comm))
+      (sendbuf, recvbuf, count, datatype, op, comm))                                              \
+    X(Gather, nc_mpi_gather,                                                                       \
+      (const void *sendbuf, int sendcount, nc_mpi_word_t sendtype, void *recvbuf, int recvcount,   \
+       nc_mpi_word_t recvtype, int root, nc_mpi_word_t comm),                                      \
+      (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))                    \
+    X(Gatherv, nc_mpi_gatherv,                                                                     \
+      (const void *sendbuf, int sendcount, nc_mpi_word_t sendtype, void *recvbuf,                  \
+       const int *recvcounts, const int *displs, nc_mpi_word_t recvtype, int root,                 \
+       nc_mpi_word_t comm),                                                                        \
+      (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm))           \
+    X(Scatter, nc_mpi_scatter,                                                                     \
+      (const void *sendbuf, int sendcount, nc_mpi_word_t sendtype, void *recvbuf, int recvcount,   \
+       nc_mpi_word_t recvtype, int root, nc_mpi_word_t comm),                                      \
+      (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm))                    \
+    X(Scatterv, nc_mpi_scatterv,                                                                   \
+      (const void *sendbuf, const int *sendcounts, const int *displs, nc_mpi_word_t sendtype,      \
+       void *recvbuf, int recvcount, nc_mpi_word_t recvtype, int root, nc_mpi_word_t comm),        \
+      (sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm))           \
+    X(Allgather, nc_mpi_allgather,                                                                 \
+      (const void *sendbuf, int sendcount, nc_mpi_word_t sendtype, void *recvbuf, int recvcount,   \
+       nc_mpi_word_t recvtype, nc_mpi_word_t comm),                                                \
+      (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))                          \
+    X(Allgatherv, nc_mpi_allgatherv,                                                               \
+      (const void *sendbuf, int sendcount, nc_mpi_word_t sendtype, void *recvbuf,                  \
+       const int *recvcounts, const int *displs, nc_mpi_word_t recvtype, nc_mpi_word_t comm),      \
+      (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm))                 \
+    X(Alltoall, nc_mpi_alltoall,                                                                   \
+      (const void *sendbuf, int sendcount, nc_mpi_word_t sendtype, void *recvbuf, int recvcount,   \
+       nc_mpi_word_t recvtype, nc_mpi_word_t comm),                                                \
+      (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm))                          \
+    X(Alltoallv, nc_mpi_alltoallv,                                                                 \
+      (const void *sendbuf, const int *sendcounts, const int *sdispls, nc_mpi_word_t sendtype,     \
+       void *recvbuf, const int *recvcounts, const int *rdispls, nc_mpi_word_t recvtype,           \
+       nc_mpi_word_t comm),                                                                        \
+      (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm))
 
 #define NC_MPI_ENTRY_(Name, impl, params, args)                                                    \
     int PMPI_##Name params;                                                                        \

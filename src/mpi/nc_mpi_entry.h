@@ -25,6 +25,26 @@ int nc_mpi_reduce(const void *sendbuf, void *recvbuf, int count, nc_mpi_word_t d
                   nc_mpi_word_t op, int root, nc_mpi_word_t comm);
 int nc_mpi_allreduce(const void *sendbuf, void *recvbuf, int count, nc_mpi_word_t datatype,
                      nc_mpi_word_t op, nc_mpi_word_t comm);
+int nc_mpi_gather(const void *sendbuf, int sendcount, nc_mpi_word_t sendtype, void *recvbuf,
+                  int recvcount, nc_mpi_word_t recvtype, int root, nc_mpi_word_t comm);
+int nc_mpi_gatherv(const void *sendbuf, int sendcount, nc_mpi_word_t sendtype, void *recvbuf,
+                   const int *recvcounts, const int *displs, nc_mpi_word_t recvtype, int root,
+                   nc_mpi_word_t comm);
+int nc_mpi_scatter(const void *sendbuf, int sendcount, nc_mpi_word_t sendtype, void *recvbuf,
+                   int recvcount, nc_mpi_word_t recvtype, int root, nc_mpi_word_t comm);
+int nc_mpi_scatterv(const void *sendbuf, const int *sendcounts, const int *displs,
+                    nc_mpi_word_t sendtype, void *recvbuf, int recvcount, nc_mpi_word_t recvtype,
+                    int root, nc_mpi_word_t comm);
+int nc_mpi_allgather(const void *sendbuf, int sendcount, nc_mpi_word_t sendtype, void *recvbuf,
+                     int recvcount, nc_mpi_word_t recvtype, nc_mpi_word_t comm);
+int nc_mpi_allgatherv(const void *sendbuf, int sendcount, nc_mpi_word_t sendtype, void *recvbuf,
+                      const int *recvcounts, const int *displs, nc_mpi_word_t recvtype,
+                      nc_mpi_word_t comm);
+int nc_mpi_alltoall(const void *sendbuf, int sendcount, nc_mpi_word_t sendtype, void *recvbuf,
+                    int recvcount, nc_mpi_word_t recvtype, nc_mpi_word_t comm);
+int nc_mpi_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls,
+                     nc_mpi_word_t sendtype, void *recvbuf, const int *recvcounts,
+                     const int *rdispls, nc_mpi_word_t recvtype, nc_mpi_word_t comm);
 
 /* numacoll's start-up after the MPI library's own initialisation (step list
  * in nc_mpi_init.c); runs once per process whichever binding calls it. */

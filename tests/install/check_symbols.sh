@@ -20,11 +20,13 @@ LD_BIND_NOW=1 LD_PRELOAD="$lib" /bin/true || bad "a non-MPI process cannot load 
 exported=$(nm -D --defined-only "$lib" | awk '{print $3}' | sort)
 other=$(grep -vE '^(numacoll_|MPI_|mpi_)' <<<"$exported")
 [ -n "$other" ] && bad "exported beyond numacoll_*, MPI_*, mpi_*:" $other
-c="MPI_Init MPI_Init_thread MPI_Finalize MPI_Bcast MPI_Barrier MPI_Reduce MPI_Allreduce"
+c="MPI_Init MPI_Init_thread MPI_Finalize MPI_Bcast MPI_Barrier MPI_Reduce MPI_Allreduce MPI_Gather
+   MPI_Gatherv MPI_Scatter MPI_Scatterv MPI_Allgather MPI_Allgatherv MPI_Alltoall MPI_Alltoallv"
+gf="gather gatherv scatter scatterv allgather allgatherv alltoall alltoallv"
 mangle() { for n in "$@"; do echo "mpi_${n}_ mpi_${n}__ mpi_$n MPI_${n^^}"; done; }
 f08() { for n in "$@"; do echo "mpi_${n}_f08_"; done; }
 if [ "$flavor" = openmpi ]; then
-    want="$c $(mangle init init_thread finalize barrier bcast reduce allreduce) $(f08 init init_thread finalize barrier bcast reduce allreduce)"
+    want="$c $(mangle init init_thread finalize barrier bcast reduce allreduce $gf) $(f08 init init_thread finalize barrier bcast reduce allreduce $gf)"
 else
     want="$c $(mangle init init_thread) $(f08 init init_thread finalize barrier)"
 fi

@@ -140,8 +140,10 @@ static int body_info(int rank, int p, const char *name, void *arg)
     CHECK(!strcmp(in.tree, "kary:2"), "default tree %s", in.tree);
     CHECK(in.seg_bytes == in.rank_off + (size_t)p * in.rank_bytes + in.barrier_bytes,
           "segment size adds up");
-    CHECK(in.rank_bytes == in.ctrl_bytes + 64 * in.buf_stride + in.reduce_bytes &&
-              in.reduce_off == in.ctrl_bytes + 64 * in.buf_stride && in.reduce_bytes > 0,
+    CHECK(in.rank_bytes == in.ctrl_bytes + 64 * in.buf_stride + in.reduce_bytes +
+                               in.gather_bytes &&
+              in.reduce_off == in.ctrl_bytes + 64 * in.buf_stride && in.reduce_bytes > 0 &&
+              in.gather_off == in.reduce_off + in.reduce_bytes && in.gather_bytes > 0,
           "member block adds up");
     /* This machine: one NUMA node, so every member is on it and leads by rank 0. */
     int leaders[16];

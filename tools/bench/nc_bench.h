@@ -32,7 +32,10 @@
 #define NC_BENCH_MAX_LIMITS 3   /* memcpy, reduce-kernel, flag */
 
 enum nc_bench_coll {
-    NC_BENCH_BCAST = 0, NC_BENCH_BARRIER, NC_BENCH_REDUCE, NC_BENCH_ALLREDUCE, NC_BENCH_NCOLL
+    NC_BENCH_BCAST = 0, NC_BENCH_BARRIER, NC_BENCH_REDUCE, NC_BENCH_ALLREDUCE,
+    /* the gather family: -m is the block each member sends to each receiver */
+    NC_BENCH_GATHER, NC_BENCH_GATHERV, NC_BENCH_SCATTER, NC_BENCH_SCATTERV, NC_BENCH_ALLGATHER,
+    NC_BENCH_ALLGATHERV, NC_BENCH_ALLTOALL, NC_BENCH_ALLTOALLV, NC_BENCH_NCOLL
 };
 
 enum nc_bench_kind {
@@ -112,7 +115,10 @@ const char *nc_bench_op_name(numacoll_op_t op);
 const char *nc_bench_op_mpi_name(numacoll_op_t op);
 /* Pool slot of one call of `bytes`: a reduction's send buffer, then its receive buffer at
  * nc_bench_recv_offset() (both followed by guard bytes); the message itself otherwise. */
-size_t nc_bench_slot_bytes(enum nc_bench_coll c, size_t bytes);
+size_t nc_bench_slot_bytes(enum nc_bench_coll c, size_t bytes, int p);
+/* The gather family: 1 for its members; a slot holds p send blocks, then (at
+ * nc_bench_recv_offset(p * bytes)) p receive blocks. */
+int nc_bench_coll_is_exchange(enum nc_bench_coll c);
 size_t nc_bench_recv_offset(size_t bytes);
 /* Iterations allowed by --iter R,V for a message of `bytes` (before the time cap). */
 long nc_bench_iter_cap(const struct nc_bench_opts *o, size_t bytes);

@@ -416,7 +416,7 @@ int nc_bench_mpi_setup(struct nc_bench_mpi *b, const struct nc_bench_opts *o, si
         for (int s = 0; s < ns; s++) {
             size_t stride, nbuf;
             /* the slot of the collective; memcpy and reduce-kernel use the message's */
-            nc_bench_pool_geometry(o, b->pool_min, nc_bench_slot_bytes(o->coll[c], sizes[s]),
+            nc_bench_pool_geometry(o, b->pool_min, nc_bench_slot_bytes(o->coll[c], sizes[s], b->p),
                                    &stride, &nbuf);
             if (stride * nbuf > need)
                 need = stride * nbuf;
@@ -461,8 +461,119 @@ static int root_of(const struct nc_bench_opts *o, int p, long i)
     return o->root_shift ? (int)((o->root + i) % p) : o->root;
 }
 
-static const char *const mpi_call_name[NC_BENCH_NCOLL] = {"MPI_Bcast", "MPI_Barrier",
-                                                           "MPI_Reduce", "MPI_Allreduce"};
+static const char *const mpi_call_name[NC_BENCH_NCOLL] = {
+    "MPI_Bcast",   "MPI_Barrier",  "MPI_Reduce",    "MPI_Allreduce",  "MPI_Gather",   "MPI_Gatherv",
+    "MPI_Scatter", "MPI_Scatterv", "MPI_Allgather", "MPI_Allgatherv", "MPI_Alltoall", "MPI_Alltoallv"};
+
+/* ---- the gather family: a slot is p send blocks of m bytes, then p receive blocks
+ * at nc_bench_recv_offset(p m); byte i of the block rank s sends to rank d (d: 0 when
+ * every receiver gets the same block) in slot k is xg_byte(k, s, d, i) */
+static inline unsigned char xg_byte(long k, int s, int d, size_t i)
+{
+    return (unsigned char)(i * 13 + (i >> 8) * 7 + (size_t)s * 37 + (size_t)d * 101 + (size_t)k * 5 + 1);
+}
+
+static int xg_per_dest(enum nc_bench_coll c)
+{
+    return c == NC_BENCH_SCATTER || c == NC_BENCH_SCATTERV || c == NC_BENCH_ALLTOALL ||
+           c == NC_BENCH_ALLTOALLV;
+}
+
+static int xg_rooted(enum nc_bench_coll c)
+{
+    return c >= NC_BENCH_GATHER && c <= NC_BENCH_SCATTERV;
+}
+
+/* Send blocks of this rank (all p, whether used or not), receive blocks to junk,
+ * guard bytes after both. */
+static void xg_fill(unsigned char *slot, enum nc_bench_coll c, size_t m, int p, int me, long k)
+{
+    const size_t roff = nc_bench_recv_offset((size_t)p * m);
+    for (int d = 0; d < p; d++)
+        for (size_t i = 0; i < m; i++)
+            slot[(size_t)d * m + i] = xg_byte(k, me, xg_per_dest(c) ? d : 0, i);
+    memset(slot + (size_t)p * m, 0xa5, roff - (size_t)p * m);
+    memset(slot + roff, 0x5a, (size_t)p * m);
+    memset(slot + roff + (size_t)p * m, 0xa5, NC_BENCH_CANARY);
+}
+
+/* After the calls: the blocks the last call that used the slot (root `root`) gave
+ * this rank, the send blocks unchanged, the guard bytes. A failure aborts. */
+static void xg_verify(const struct nc_bench_impl *im, enum nc_bench_coll c,
+                      const unsigned char *slot, size_t m, int p, int me, int root, long k,
+                      int run)
+{
+    const size_t roff = nc_bench_recv_offset((size_t)p * m);
+    const unsigned char *r = slot + roff;
+    const int scat = c == NC_BENCH_SCATTER || c == NC_BENCH_SCATTERV;
+    for (int d = 0; d < p; d++)
+        for (size_t i = 0; i < m; i++)
+            if (slot[(size_t)d * m + i] != xg_byte(k, me, xg_per_dest(c) ? d : 0, i))
+                die("%s: %s of %zu bytes, buffer %ld, run %d: send block %d changed at byte %zu",
+                    im->label, mpi_call_name[c], m, k, run + 1, d, i);
+    for (size_t i = 0; i < NC_BENCH_CANARY; i++)
+        if (slot[roff + (size_t)p * m + i] != 0xa5)
+            die("%s: %s of %zu bytes, buffer %ld, run %d: guard byte %zu after the receive "
+                "blocks changed", im->label, mpi_call_name[c], m, k, run + 1, i);
+    if (scat) {
+        if (me == root)
+            return; /* its own block: not checked (the others' checks cover the data) */
+        for (size_t i = 0; i < m; i++)
+            if (r[i] != xg_byte(k, root, me, i))
+                die("%s: %s of %zu bytes from root %d, buffer %ld, run %d: wrong byte %zu: "
+                    "0x%02x, expected 0x%02x", im->label, mpi_call_name[c], m, root, k, run + 1,
+                    i, r[i], xg_byte(k, root, me, i));
+        return;
+    }
+    if (xg_rooted(c) && me != root)
+        return;
+    for (int s = 0; s < p; s++)
+        for (size_t i = 0; i < m; i++) {
+            const unsigned char want = xg_byte(k, s, xg_per_dest(c) ? me : 0, i);
+            if (r[(size_t)s * m + i] != want)
+                die("%s: %s of %zu bytes%s, buffer %ld, run %d: wrong byte %zu of the block "
+                    "from rank %d: 0x%02x, expected 0x%02x", im->label, mpi_call_name[c], m,
+                    xg_rooted(c) ? " at the root" : "", k, run + 1, i, s, r[(size_t)s * m + i],
+                    want);
+        }
+}
+
+static int xg_counts_p = 0;
+static int *xg_counts, *xg_displs;
+
+/* One call of the gather family: slot = send blocks, receive blocks after them. */
+static int xg_call(int native, enum nc_bench_coll c, MPI_Comm comm, unsigned char *slot,
+                   size_t m, int root, int p)
+{
+    const int n = (int)m;
+    void *s = slot, *r = slot + nc_bench_recv_offset((size_t)p * m);
+    if (xg_counts_p != p) {
+        free(xg_counts);
+        free(xg_displs);
+        xg_counts = malloc(sizeof(int) * (size_t)p);
+        xg_displs = malloc(sizeof(int) * (size_t)p);
+        if (!xg_counts || !xg_displs)
+            die("out of memory");
+        xg_counts_p = p;
+    }
+    for (int k = 0; k < p; k++) {
+        xg_counts[k] = n;
+        xg_displs[k] = k * n;
+    }
+    const int *cn = xg_counts, *ds = xg_displs;
+#define XG(NAME, ...) (native ? PMPI_##NAME(__VA_ARGS__) : MPI_##NAME(__VA_ARGS__))
+    switch (c) {
+    case NC_BENCH_GATHER: return XG(Gather, s, n, MPI_BYTE, r, n, MPI_BYTE, root, comm);
+    case NC_BENCH_GATHERV: return XG(Gatherv, s, n, MPI_BYTE, r, cn, ds, MPI_BYTE, root, comm);
+    case NC_BENCH_SCATTER: return XG(Scatter, s, n, MPI_BYTE, r, n, MPI_BYTE, root, comm);
+    case NC_BENCH_SCATTERV: return XG(Scatterv, s, cn, ds, MPI_BYTE, r, n, MPI_BYTE, root, comm);
+    case NC_BENCH_ALLGATHER: return XG(Allgather, s, n, MPI_BYTE, r, n, MPI_BYTE, comm);
+    case NC_BENCH_ALLGATHERV: return XG(Allgatherv, s, n, MPI_BYTE, r, cn, ds, MPI_BYTE, comm);
+    case NC_BENCH_ALLTOALL: return XG(Alltoall, s, n, MPI_BYTE, r, n, MPI_BYTE, comm);
+    default: return XG(Alltoallv, s, cn, ds, MPI_BYTE, r, cn, ds, MPI_BYTE, comm);
+    }
+#undef XG
+}
 
 static MPI_Datatype mpi_type(numacoll_type_t t)
 {
@@ -528,8 +639,11 @@ static void call(const struct nc_bench_mpi *b, const struct nc_bench_impl *im,
         rc = native ? PMPI_Allreduce(buf, recv, count, mpi_type(o->type), mpi_op(o->op), comm)
                     : MPI_Allreduce(buf, recv, count, mpi_type(o->type), mpi_op(o->op), comm);
         break;
-    default:
+    case NC_BENCH_BARRIER:
         rc = native ? PMPI_Barrier(comm) : MPI_Barrier(comm);
+        break;
+    default:
+        rc = xg_call(native, coll, comm, buf, m, root, b->p);
         break;
     }
     if (rc != MPI_SUCCESS) {
@@ -766,7 +880,7 @@ void nc_bench_measure(struct nc_bench_mpi *b, const struct nc_bench_context *ctx
         return;
     }
     int red = nc_bench_coll_is_reduction(coll);
-    nc_bench_pool_geometry(o, b->pool_min, nc_bench_slot_bytes(coll, m), &stride, &nbuf);
+    nc_bench_pool_geometry(o, b->pool_min, nc_bench_slot_bytes(coll, m, b->p), &stride, &nbuf);
     MPI_Comm comm = b->comm[impl];
     int p = b->p, me = b->rank;
     size_t roff = nc_bench_recv_offset(m);
@@ -839,9 +953,16 @@ void nc_bench_measure(struct nc_bench_mpi *b, const struct nc_bench_context *ctx
             red_fill(BUF(k), m, ref.in, ref.tb);
             red_fill(BUF(k) + roff, m, ref.junk, ref.tb);
         }
+    const int xg = nc_bench_coll_is_exchange(coll);
+    if (xg)
+        for (long k = 0; k < used; k++)
+            xg_fill(BUF(k), coll, m, p, me, k);
 
-    static const int stat_index[NC_BENCH_NCOLL] = {NUMACOLL_MPI_BCAST, NUMACOLL_MPI_BARRIER,
-                                                   NUMACOLL_MPI_REDUCE, NUMACOLL_MPI_ALLREDUCE};
+    static const int stat_index[NC_BENCH_NCOLL] = {
+        NUMACOLL_MPI_BCAST,     NUMACOLL_MPI_BARRIER,   NUMACOLL_MPI_REDUCE,
+        NUMACOLL_MPI_ALLREDUCE, NUMACOLL_MPI_GATHER,    NUMACOLL_MPI_GATHERV,
+        NUMACOLL_MPI_SCATTER,   NUMACOLL_MPI_SCATTERV,  NUMACOLL_MPI_ALLGATHER,
+        NUMACOLL_MPI_ALLGATHERV, NUMACOLL_MPI_ALLTOALL, NUMACOLL_MPI_ALLTOALLV};
     numacoll_mpi_stats_t st0, st1;
     numacoll_mpi_stats(&st0);
     int cs = stat_index[coll];
@@ -852,7 +973,9 @@ void nc_bench_measure(struct nc_bench_mpi *b, const struct nc_bench_context *ctx
         for (long i = 0; i < n; i++) {
             unsigned char *buf = BUF(i);
             int root = root_of(o, p, i);
-            if (o->verify_each && red)
+            if (o->verify_each && xg)
+                xg_fill(buf, coll, m, p, me, i % (long)nbuf);
+            else if (o->verify_each && red)
                 red_fill(buf + roff, m, ref.junk, ref.tb);
             else if (o->verify_each)
                 fill(buf, m, pattern_key(run, c, impl, s, i), me != root);
@@ -860,7 +983,9 @@ void nc_bench_measure(struct nc_bench_mpi *b, const struct nc_bench_context *ctx
             double t0 = now();
             call(b, im, coll, comm, buf, m, root);
             sum += now() - t0;
-            if (o->verify_each && red) {
+            if (o->verify_each && xg) {
+                xg_verify(im, coll, buf, m, p, me, root, i % (long)nbuf, run);
+            } else if (o->verify_each && red) {
                 red_verify(b, &ref, im, coll, buf, m, root, i, i % (long)nbuf, run, 1);
             } else if (o->verify_each) {
                 unsigned got = 0, want = 0;
@@ -897,6 +1022,11 @@ void nc_bench_measure(struct nc_bench_mpi *b, const struct nc_bench_context *ctx
     const char *corrupt = getenv("NUMACOLL_BENCH_TEST_CORRUPT");
     if (coll == NC_BENCH_BCAST && m > 0 && me == p - 1 && corrupt)
         b->pool[m / 2] ^= 0x10;
+    if (xg && m > 0 && corrupt && me == p - 1 && (!xg_rooted(coll) || coll >= NC_BENCH_SCATTER)) {
+        /* the last call's slot: its receive blocks */
+        unsigned char *last = BUF(n - 1);
+        last[nc_bench_recv_offset((size_t)p * m) + m / 2] ^= 0x10;
+    }
     if (red && m > 0 && corrupt &&
         (coll == NC_BENCH_ALLREDUCE ? me == p - 1 : me == root_of(o, p, 0)))
         b->pool[roff + m / 2] ^= 0x10;
@@ -913,6 +1043,12 @@ void nc_bench_measure(struct nc_bench_mpi *b, const struct nc_bench_context *ctx
         }
     /* reductions: the first call's result (buffer 0 may have been used again by call
      * nbuf, 2 nbuf, ...: the same inputs, the same result), every buffer's guard bytes */
+    /* the gather family: each slot as its last call left it */
+    if (xg && !o->verify_each)
+        for (long k = 0; k < used; k++) {
+            long last = k + (n - 1 - k) / (long)nbuf * (long)nbuf;
+            xg_verify(im, coll, BUF(k), m, p, me, root_of(o, p, last), k, run);
+        }
     if (red && !o->verify_each)
         for (long k = 0; k < used; k++)
             red_verify(b, &ref, im, coll, BUF(k), m, root_of(o, p, k), k, k, run, k == 0);

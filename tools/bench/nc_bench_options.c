@@ -43,8 +43,11 @@ void nc_bench_usage(FILE *out)
 "one-way latency of a cache-line flag.\n"
 "\n"
 "What to measure\n"
-"  -c, --collective LIST   any of bcast, barrier, reduce, allreduce, comma-separated\n"
-"                          (default bcast)\n"
+"  -c, --collective LIST   any of bcast, barrier, reduce, allreduce, gather, gatherv,\n"
+"                          scatter, scatterv, allgather, allgatherv, alltoall,\n"
+"                          alltoallv, comma-separated (default bcast); the gather\n"
+"                          family: -m is each member's block (MPI_BYTE), the v-forms\n"
+"                          with equal counts\n"
 "  -m, --msglog A:B        sizes 0 and 2^A..2^B bytes (default 0:20), like IMB -msglog\n"
 "  -m LIST                 explicit sizes, e.g. 0,8,1K,64K,1M (K, M, G: powers of 1024)\n"
 "                          reduce, allreduce: a size is rounded down to whole elements\n"
@@ -103,11 +106,21 @@ void nc_bench_usage(FILE *out)
         out);
 }
 
-static const char *const coll_names[NC_BENCH_NCOLL] = {"bcast", "barrier", "reduce", "allreduce"};
+static const char *const coll_names[NC_BENCH_NCOLL] = {
+    "bcast",     "barrier",    "reduce",   "allreduce", "gather",    "gatherv",
+    "scatter",   "scatterv",   "allgather", "allgatherv", "alltoall", "alltoallv"};
+#define COLL_LIST                                                                      \
+    "bcast, barrier, reduce, allreduce, gather, gatherv, scatter, scatterv, allgather, " \
+    "allgatherv, alltoall, alltoallv"
 
 const char *nc_bench_coll_name(enum nc_bench_coll c)
 {
     return coll_names[c];
+}
+
+int nc_bench_coll_is_exchange(enum nc_bench_coll c)
+{
+    return c >= NC_BENCH_GATHER && c <= NC_BENCH_ALLTOALLV;
 }
 
 int nc_bench_coll_is_reduction(enum nc_bench_coll c)
@@ -186,8 +199,10 @@ size_t nc_bench_recv_offset(size_t bytes)
     return (bytes + NC_BENCH_CANARY + 4095) & ~(size_t)4095;
 }
 
-size_t nc_bench_slot_bytes(enum nc_bench_coll c, size_t bytes)
+size_t nc_bench_slot_bytes(enum nc_bench_coll c, size_t bytes, int p)
 {
+    if (nc_bench_coll_is_exchange(c))
+        return nc_bench_recv_offset((size_t)p * bytes) + (size_t)p * bytes;
     return nc_bench_coll_is_reduction(c) ? nc_bench_recv_offset(bytes) + bytes : bytes;
 }
 
@@ -619,8 +634,8 @@ int nc_bench_opts_parse(int argc, char **argv, struct nc_bench_opts *o, char *er
             NEED();
             char buf[128];
             if (strlen(val) >= sizeof buf) /* never cut a list short */
-                return fail(err, errlen, "--collective: \"%s\" is too long (valid: bcast, "
-                            "barrier, reduce, allreduce, comma-separated)", QUOTE(q, val));
+                return fail(err, errlen, "--collective: \"%s\" is too long (valid: " COLL_LIST
+                            ", comma-separated)", QUOTE(q, val));
             snprintf(buf, sizeof buf, "%s", val);
             o->ncoll = 0;
             char *save = NULL;
@@ -630,16 +645,16 @@ int nc_bench_opts_parse(int argc, char **argv, struct nc_bench_opts *o, char *er
                     c++;
                 if (c == NC_BENCH_NCOLL)
                     return fail(err, errlen,
-                                "--collective: unknown collective \"%s\" (valid: bcast, barrier, "
-                                "reduce, allreduce)", QUOTE(q, t));
+                                "--collective: unknown collective \"%s\" (valid: " COLL_LIST ")",
+                                QUOTE(q, t));
                 for (int k = 0; k < o->ncoll; k++)
                     if ((int)o->coll[k] == c)
                         return fail(err, errlen, "--collective: %s given twice", t);
                 o->coll[o->ncoll++] = (enum nc_bench_coll)c;
             }
             if (!o->ncoll)
-                return fail(err, errlen, "--collective: no collective given (valid: bcast, "
-                            "barrier, reduce, allreduce, comma-separated)");
+                return fail(err, errlen, "--collective: no collective given (valid: " COLL_LIST
+                            ", comma-separated)");
         } else if (IS("-m") || IS("--msglog")) {
             NEED();
             o->sizes_text = val;
@@ -966,7 +981,8 @@ void nc_bench_print_plan(FILE *out, const struct nc_bench_opts *o, int p, size_t
             fprintf(out, "    %10s %10s %8s %10s\n", "bytes", "iter_cap", "buffers", "stride");
         for (int s = 0; s < ns; s++) {
             size_t stride, nbuf;
-            nc_bench_pool_geometry(o, pool_min, nc_bench_slot_bytes(o->coll[c], sizes[s]), &stride,
+            nc_bench_pool_geometry(o, pool_min, nc_bench_slot_bytes(o->coll[c], sizes[s], p > 0 ? p : 2),
+                                   &stride,
                                    &nbuf);
             if (red)
                 fprintf(out, "    %10zu %10zu %10ld %8zu %10zu\n", sizes[s],

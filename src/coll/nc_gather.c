@@ -1,0 +1,688 @@
+/*
+ * Gather, Scatter, Allgather, Alltoall and their v-forms: one exchange
+ * engine. Every block a member sends is written once, by its sender, into
+ * the sender's own NUMA-local memory, and read once by each member that
+ * needs it, straight into its receive buffer (copy-in/copy-out). A block of
+ * up to I bytes travels inside the line that announces it; a larger one goes
+ * through the sender's ring of S fragment slots of F bytes, so writers and
+ * readers overlap and the memory stays bounded whatever the message.
+ *
+ * Shared memory (declared in coll/nc_coll.h: F = NUMACOLL_GATHER_FRAG_SIZE,
+ * S = NUMACOLL_GATHER_SLOTS, I = NUMACOLL_GATHER_INLINE_MAX, E = 4 boxes;
+ * all of it in member i's block, on i's node):
+ *
+ *   offset in member i's area     field                         written by / read by
+ *   0                             out: the last call i is       i / every sender before it
+ *                                 done with (a line)            reuses a box (step 1)
+ *   page + k*64, k < S            sseq[k]: position + 1 of the  i / the fragment's readers
+ *                                 fragment in slot k            (step 3r)
+ *   page + (S + k)*64             con[k]: reads of slot k,      readers (fetch-add) / i
+ *                                 counted since the team began  (step 3w)
+ *   2*page + (b*p + d)*L,         entry of call c, b = c % E,   i / member d
+ *   b < E, d < p                  for member d: {seq, code,
+ *                                 start, bytes} and up to I
+ *                                 bytes of the block inline
+ *   boxes + k*F', k < S           slot k: F bytes of data       i / the fragment's readers
+ *
+ *   L = roundup(24 + I, 64); boxes = 2*page + roundup(E*p*L, page);
+ *   F' = roundup(F, page); member area = boxes + S*F'.
+ *
+ * A call (the call counter t->gather_call is the same on every member)
+ * gives every member its streams, the blocks it sends, in a fixed order:
+ *   gather(v):    a non-root: one stream, to the root;
+ *   scatter(v):   the root: one stream to each member root+1, root+2, ...;
+ *   allgather(v): every member: one stream, read by every other member;
+ *   alltoall(v):  member i: one stream to each member i+1, i+2, ...
+ * and the streams it reads: from the root (scatter), from every member
+ * (root of a gather, allgather, alltoall) in the order i-1, i-2, ... so that
+ * at the start member i reads from the member that writes to it first, and
+ * no two readers start on the same sender. A member's own block is copied
+ * within its buffers (not at all in place).
+ * The fragments of all of a member's streams are numbered by one position
+ * counter of its own, continuing from call to call; a stream of n > I bytes
+ * takes ceil(n / F) positions; fragment at position x lives in slot x % S.
+ *
+ * Every member, call c:
+ *   1. if it sends: wait until every member's out >= c - E (box c % E was
+ *      read in its previous use, call c - E; the lowest out read is cached,
+ *      so outs are read about once every E - 1 calls);
+ *   2. for each stream, write the entry of each of its readers in box c % E:
+ *      code (collective and root, checked by the reader), start (its first
+ *      position; none inline), the stream's bytes, the bytes themselves when
+ *      there are at most I, then seq = c (release);
+ *   3. until every fragment of its streams is written and every stream it
+ *      reads is read, in turns (a member never waits on one peer while it
+ *      could serve another, so no cycle of waits can form):
+ *      3w. its next fragment, position x, slot k = x % S: when con[k]
+ *          (acquire) has reached the reads the slot's previous fragment
+ *          expected, copy the fragment into slot k, then sseq[k] = x + 1
+ *          (release);
+ *      3r. for each stream it reads, in the order above: first its entry in
+ *          the sender's box c % E once seq == c (acquire): check the code,
+ *          take the bytes (inline: copy them, the stream is read); then each
+ *          fragment x from start on once sseq[x % S] == x + 1 (acquire): copy
+ *          it into the receive buffer, then con[x % S] += 1 (release);
+ *      and back off (spin, then yield) after a turn that moved nothing;
+ *   4. out = c (release).
+ * A sender returns once its last fragment is written (its send buffer is
+ * free then; its readers take it from shared memory later).
+ *
+ * Release/acquire pairs: seq of an entry (2) / its reader (3r); sseq (3w) /
+ * its readers (3r); con (3r, a reader's release) / the writer reusing the
+ * slot (3w); out (4) / a sender reusing its box (1).
+ *
+ * Nothing is ever reset: positions and con count up in 64 bits; a box's seq
+ * holds the call it was written for (a stale one is c - E or older, never c);
+ * out is compared with wrap-safe differences. A sender is at most E - 1
+ * calls ahead of the slowest member (step 1), so an entry is never rewritten
+ * before its reader took it; a slot is never rewritten before every reader of
+ * its fragment counted itself in con.
+ *
+ * Mismatches. A reader whose receive size for a stream differs from the
+ * sender's bytes takes the stream whole (the sender never waits on a reader
+ * that stopped early), keeps what fits its buffer and returns
+ * NUMACOLL_ERR_TRUNCATE; a different collective or root in the entry's code
+ * gives NUMACOLL_ERR_MISMATCH / NUMACOLL_ERR_ROOT, nothing is copied. Members
+ * that disagree on who sends to whom (a different root on one member, MPI's
+ * "erroneous program") wait for each other as the MPI libraries do.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/nc_coll.h"
+#include "core/nc_team.h"
+
+#define XG_BOXES 4
+#define XG_ENT_HDR 24 /* bytes of an entry before its inline data */
+
+enum { XG_GATHER = 1, XG_SCATTER, XG_ALLGATHER, XG_ALLTOALL };
+
+typedef struct xg_ent {
+    _Atomic uint32_t seq; /* the call whose entry this is, published last */
+    uint32_t code;        /* kind | (root + 1) << 4, published by seq */
+    uint64_t start;       /* first position of the stream (no positions when inline) */
+    uint64_t bytes;       /* the stream's bytes */
+    /* then up to I bytes inline */
+} xg_ent_t;
+NC_STATIC_ASSERT(sizeof(xg_ent_t) == XG_ENT_HDR, "an entry's header is 24 bytes");
+
+typedef struct xg_line {
+    _Atomic uint64_t v;
+    char pad[NC_CACHELINE - sizeof(uint64_t)];
+} xg_line_t;
+NC_STATIC_ASSERT(sizeof(xg_line_t) == NC_CACHELINE, "a counter per line");
+
+/* One block of a call as this member sees it: where, how many bytes. */
+typedef struct xg_blk {
+    char *p;
+    size_t n;
+} xg_blk_t;
+
+/* A stream this member reads (3r). */
+typedef struct xg_rd {
+    int src;
+    int state;       /* 0: entry not read, 1: fragments, 2: read */
+    uint64_t x, end; /* next position, one past the last */
+    size_t off, bytes;
+    xg_blk_t to;     /* where it goes (to.n: what fits) */
+} xg_rd_t;
+
+/* A stream this member writes (2, 3w). */
+typedef struct xg_wr {
+    int dst;         /* -1: every other member (allgather) */
+    xg_blk_t from;
+    uint64_t start, end;
+} xg_wr_t;
+
+typedef struct xg_state {
+    int S;
+    size_t F, I, L, stride, boxes_off, page;
+    uint32_t outs_low;   /* lowest out of the others, as last read (step 1) */
+    uint64_t pos;        /* my next position */
+    uint64_t *need;      /* need[k]: con[k] once every read of slot k's fragment is counted */
+    char **area;         /* area[k]: member k's area */
+    xg_rd_t *rd;         /* scratch, p entries */
+    xg_wr_t *wr;         /* scratch, p entries */
+} xg_state_t;
+
+/* What a call asks of this member, before it is turned into streams. */
+typedef struct xg_call {
+    int kind, root;
+    /* send side: block for member d (or the one block when one == 1) */
+    const char *sbase;
+    size_t sbytes, sstride;
+    const size_t *scounts, *sdispls;
+    int sone;
+    /* receive side: block from member s */
+    char *rbase;
+    size_t rbytes, rstride;
+    const size_t *rcounts, *rdispls;
+    int rone;
+    int in_place; /* my own block is where it belongs already */
+} xg_call_t;
+
+static inline xg_blk_t send_blk(const xg_call_t *c, int d)
+{
+    if (c->sone)
+        return (xg_blk_t){(char *)c->sbase, c->sbytes};
+    if (c->scounts)
+        return (xg_blk_t){(char *)c->sbase + c->sdispls[d], c->scounts[d]};
+    return (xg_blk_t){(char *)c->sbase + (size_t)d * c->sstride, c->sbytes};
+}
+static inline xg_blk_t recv_blk(const xg_call_t *c, int s)
+{
+    if (c->rone)
+        return (xg_blk_t){c->rbase, c->rbytes};
+    if (c->rcounts)
+        return (xg_blk_t){c->rbase + c->rdispls[s], c->rcounts[s]};
+    return (xg_blk_t){c->rbase + (size_t)s * c->rstride, c->rbytes};
+}
+
+static size_t ent_bytes(size_t I)
+{
+    return nc_round_up(XG_ENT_HDR + I, NC_CACHELINE);
+}
+
+static size_t boxes_bytes(int p, size_t I, size_t page)
+{
+    return nc_round_up((size_t)XG_BOXES * (size_t)p * ent_bytes(I), page);
+}
+
+nc_shm_need_t nc_gather_shm_need(int p, const nc_config_t *cfg, size_t page)
+{
+    const size_t F = nc_round_up((size_t)NC_CFG_NUM(cfg, GATHER_FRAG_SIZE), page);
+    const size_t S = (size_t)NC_CFG_NUM(cfg, GATHER_SLOTS);
+    const size_t I = (size_t)NC_CFG_NUM(cfg, GATHER_INLINE_MAX);
+    return (nc_shm_need_t){.shared = 0, .member = 2 * page + boxes_bytes(p, I, page) + S * F};
+}
+
+static inline _Atomic uint32_t *out_of(const xg_state_t *st, int k)
+{
+    return (_Atomic uint32_t *)st->area[k];
+}
+static inline _Atomic uint64_t *sseq_of(const xg_state_t *st, int k, int slot)
+{
+    return &((xg_line_t *)(st->area[k] + st->page))[slot].v;
+}
+static inline _Atomic uint64_t *con_of(const xg_state_t *st, int k, int slot)
+{
+    return &((xg_line_t *)(st->area[k] + st->page))[st->S + slot].v;
+}
+static inline xg_ent_t *ent_of(const xg_state_t *st, int p, int k, uint32_t call, int d)
+{
+    return (xg_ent_t *)(st->area[k] + 2 * st->page +
+                        ((size_t)(call % XG_BOXES) * (size_t)p + (size_t)d) * st->L);
+}
+static inline char *slot_data(const xg_state_t *st, int k, int slot)
+{
+    return st->area[k] + st->boxes_off + (size_t)slot * st->stride;
+}
+
+void nc_gather_fini(struct numacoll_team *t)
+{
+    xg_state_t *st = t->gather_state;
+    if (!st)
+        return;
+    free(st->need);
+    free(st->area);
+    free(st->rd);
+    free(st->wr);
+    free(st);
+    t->gather_state = NULL;
+}
+
+int nc_gather_init(struct numacoll_team *t)
+{
+    const int p = t->p;
+    const size_t page = t->seg.l.page;
+    xg_state_t *st = calloc(1, sizeof *st);
+    if (!st)
+        return NUMACOLL_ERR_NOMEM;
+    t->gather_state = st;
+    st->page = page;
+    st->S = (int)NC_CFG_NUM(&t->cfg, GATHER_SLOTS);
+    st->F = nc_round_up((size_t)NC_CFG_NUM(&t->cfg, GATHER_FRAG_SIZE), page);
+    st->stride = st->F;
+    st->I = (size_t)NC_CFG_NUM(&t->cfg, GATHER_INLINE_MAX);
+    st->L = ent_bytes(st->I);
+    st->boxes_off = 2 * page + boxes_bytes(p, st->I, page);
+    if (t->seg.l.marea_bytes[NC_COLL_GATHER] != st->boxes_off + (size_t)st->S * st->F ||
+        2 * (size_t)st->S * NC_CACHELINE > page)
+        return NUMACOLL_ERR_MISMATCH; /* laid out for another configuration */
+    st->need = calloc((size_t)st->S, sizeof *st->need);
+    st->area = calloc((size_t)p, sizeof *st->area);
+    st->rd = calloc((size_t)p, sizeof *st->rd);
+    st->wr = calloc((size_t)p, sizeof *st->wr);
+    if (!st->need || !st->area || !st->rd || !st->wr)
+        return NUMACOLL_ERR_NOMEM;
+    for (int k = 0; k < p; k++)
+        st->area[k] = nc_seg_member_area(&t->seg, NC_COLL_GATHER, k);
+    /* What this member owns, in its own block: "call seq0 - 1 is over", no
+     * fragment anywhere, no entry of any call to come. Exchange #2 of the
+     * team creation orders these stores before any other member's first
+     * call. */
+    const uint32_t before = t->gather_call - 1u;
+    const int me = t->rank;
+    atomic_store_explicit(out_of(st, me), before, memory_order_relaxed);
+    for (int k = 0; k < st->S; k++) {
+        atomic_store_explicit(sseq_of(st, me, k), 0, memory_order_relaxed);
+        atomic_store_explicit(con_of(st, me, k), 0, memory_order_relaxed);
+    }
+    for (int b = 0; b < XG_BOXES; b++)
+        for (int d = 0; d < p; d++)
+            atomic_store_explicit(&ent_of(st, p, me, (uint32_t)b, d)->seq, before,
+                                  memory_order_relaxed);
+    st->outs_low = before;
+    return 0;
+}
+
+/* Step 1. */
+static int wait_boxes_free(numacoll_team_t *t, xg_state_t *st, uint32_t c)
+{
+    const uint32_t need = c - (uint32_t)XG_BOXES;
+    nc_backoff_t b;
+    int rc;
+    if ((int32_t)(st->outs_low - need) >= 0)
+        return 0;
+    nc_backoff_init(&b, &t->wait);
+    for (;;) {
+        uint32_t low = c - 1u;
+        for (int k = 0; k < t->p; k++) {
+            if (k == t->rank)
+                continue;
+            /* acquire: pairs with member k's release of out in step 4: its
+             * reads of our box's previous use happen before we rewrite it. */
+            uint32_t o = atomic_load_explicit(out_of(st, k), memory_order_acquire);
+            if ((int32_t)(o - low) < 0)
+                low = o;
+        }
+        st->outs_low = low;
+        if ((int32_t)(low - need) >= 0)
+            return 0;
+        if ((rc = nc_backoff(&b)) < 0)
+            return rc;
+    }
+}
+
+static inline uint64_t frags(const xg_state_t *st, size_t n)
+{
+    return n <= st->I ? 0 : (n + st->F - 1) / st->F;
+}
+
+/* Step 2 for one stream: the entry of reader d. */
+static void post_entry(const xg_state_t *st, int p, int me, uint32_t c, uint32_t code, int d,
+                       const xg_wr_t *w)
+{
+    xg_ent_t *e = ent_of(st, p, me, c, d);
+    e->code = code;
+    e->start = w->start;
+    e->bytes = w->from.n;
+    if (w->from.n <= st->I && w->from.n)
+        memcpy((char *)e + XG_ENT_HDR, w->from.p, w->from.n);
+    /* release: the entry and its inline bytes before seq; pairs with the
+     * acquire in read_step() (3r). */
+    atomic_store_explicit(&e->seq, c, memory_order_release);
+}
+
+/* Step 3r on stream r: 1 if it moved. */
+static int read_step(numacoll_team_t *t, xg_state_t *st, xg_rd_t *r, uint32_t c, uint32_t code,
+                     int *err)
+{
+    const int p = t->p;
+    if (r->state == 0) {
+        xg_ent_t *e = ent_of(st, p, r->src, c, t->rank);
+        /* acquire: pairs with the release of seq in post_entry() (step 2). */
+        if (atomic_load_explicit(&e->seq, memory_order_acquire) != c)
+            return 0;
+        r->bytes = (size_t)e->bytes;
+        r->x = e->start;
+        r->end = e->start + frags(st, r->bytes);
+        r->off = 0;
+        int bad = 0;
+        if (e->code != code) {
+            bad = 1;
+            if (!*err) {
+                const int theirs = (int)(e->code >> 4) - 1, mine = (int)(code >> 4) - 1;
+                *err = (e->code & 15u) != (code & 15u) ? NUMACOLL_ERR_MISMATCH
+                       : theirs != mine                ? NUMACOLL_ERR_ROOT
+                                                       : NUMACOLL_ERR_MISMATCH;
+                nc_log_error("gather family: member %d called collective %u (root %d), member "
+                             "%d collective %u (root %d)",
+                             t->rank, code & 15u, mine, r->src, e->code & 15u, theirs);
+            }
+        } else if (r->bytes != r->to.n) {
+            if (!*err) {
+                *err = NUMACOLL_ERR_TRUNCATE;
+                nc_log_error("gather family: member %d expects %zu bytes from member %d, which "
+                             "sends %zu",
+                             t->rank, r->to.n, r->src, r->bytes);
+            }
+            if (r->to.n > r->bytes)
+                r->to.n = r->bytes;
+        }
+        if (bad)
+            r->to.n = 0;
+        if (r->bytes <= st->I) {
+            if (r->to.n)
+                memcpy(r->to.p, (char *)e + XG_ENT_HDR, r->to.n);
+            r->state = 2;
+        } else {
+            r->state = 1;
+        }
+        return 1;
+    }
+    const int k = (int)(r->x % (uint64_t)st->S);
+    /* acquire: pairs with the release of sseq in step 3w: the fragment's
+     * bytes are visible. */
+    if (atomic_load_explicit(sseq_of(st, r->src, k), memory_order_acquire) != r->x + 1)
+        return 0;
+    const size_t len = r->bytes - r->off < st->F ? r->bytes - r->off : st->F;
+    if (r->off < r->to.n) {
+        const size_t keep = r->to.n - r->off < len ? r->to.n - r->off : len;
+        memcpy(r->to.p + r->off, slot_data(st, r->src, k), keep);
+    }
+    r->off += len;
+    /* release: my copy out of the slot happens before its writer reuses it;
+     * pairs with the acquire of con in step 3w. */
+    atomic_fetch_add_explicit(con_of(st, r->src, k), 1, memory_order_release);
+    if (++r->x == r->end)
+        r->state = 2;
+    return 1;
+}
+
+static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
+{
+    xg_state_t *st = t->gather_state;
+    const int p = t->p, me = t->rank, kind = cl->kind, root = cl->root;
+    const uint32_t c = t->gather_call++;
+    const uint32_t code = (uint32_t)kind | (uint32_t)(root + 1) << 4;
+    int nw = 0, nr = 0, readers = 1, rc = 0, err = 0;
+
+    /* The streams of this call (see the list at the top). */
+    if (kind == XG_GATHER) {
+        if (me != root)
+            st->wr[nw++] = (xg_wr_t){.dst = root, .from = send_blk(cl, root)};
+        else
+            for (int j = 1; j < p; j++)
+                st->rd[nr++] = (xg_rd_t){.src = (me - j + p) % p};
+    } else if (kind == XG_SCATTER) {
+        if (me == root)
+            for (int j = 1; j < p; j++)
+                st->wr[nw++] = (xg_wr_t){.dst = (me + j) % p, .from = send_blk(cl, (me + j) % p)};
+        else
+            st->rd[nr++] = (xg_rd_t){.src = root};
+    } else if (kind == XG_ALLGATHER) {
+        st->wr[nw++] = (xg_wr_t){.dst = -1, .from = send_blk(cl, me)};
+        readers = p - 1;
+        for (int j = 1; j < p; j++)
+            st->rd[nr++] = (xg_rd_t){.src = (me - j + p) % p};
+    } else {
+        for (int j = 1; j < p; j++) {
+            st->wr[nw++] = (xg_wr_t){.dst = (me + j) % p, .from = send_blk(cl, (me + j) % p)};
+            st->rd[nr++] = (xg_rd_t){.src = (me - j + p) % p};
+        }
+    }
+    for (int i = 0; i < nr; i++)
+        st->rd[i].to = recv_blk(cl, st->rd[i].src);
+
+    /* 1, 2 */
+    if (nw) {
+        if ((rc = wait_boxes_free(t, st, c)) < 0)
+            return nc_team_fail(t, rc);
+        for (int i = 0; i < nw; i++) {
+            xg_wr_t *w = &st->wr[i];
+            w->start = st->pos;
+            w->end = st->pos += frags(st, w->from.n);
+            if (w->dst >= 0) {
+                post_entry(st, p, me, c, code, w->dst, w);
+                continue;
+            }
+            for (int d = 0; d < p; d++)
+                if (d != me)
+                    post_entry(st, p, me, c, code, d, w);
+        }
+    }
+
+    /* My own block, while the first entries travel. */
+    if (!cl->in_place && (kind != XG_GATHER || me == root) && (kind != XG_SCATTER || me == root)) {
+        const xg_blk_t from = send_blk(cl, me), to = recv_blk(cl, me);
+        if (from.n != to.n && !err) {
+            err = NUMACOLL_ERR_TRUNCATE;
+            nc_log_error("gather family: member %d sends itself %zu bytes but expects %zu",
+                         me, from.n, to.n);
+        }
+        if (from.p != to.p)
+            memcpy(to.p, from.p, from.n < to.n ? from.n : to.n);
+    }
+
+    /* 3 */
+    uint64_t x = nw ? st->wr[0].start : 0;
+    int wi = 0, ri = 0;
+    nc_backoff_t b;
+    nc_backoff_init(&b, &t->wait);
+    for (;;) {
+        int moved = 0;
+        /* 3w: as many fragments as free slots */
+        while (wi < nw) {
+            xg_wr_t *w = &st->wr[wi];
+            if (x == w->end) {
+                wi++;
+                if (wi < nw)
+                    x = st->wr[wi].start;
+                continue;
+            }
+            const int k = (int)(x % (uint64_t)st->S);
+            /* acquire: pairs with the readers' release of con in 3r: they
+             * copied the slot's previous fragment out. */
+            if (atomic_load_explicit(con_of(st, me, k), memory_order_acquire) < st->need[k])
+                break;
+            const size_t off = (size_t)(x - w->start) * st->F;
+            const size_t len = w->from.n - off < st->F ? w->from.n - off : st->F;
+            memcpy(slot_data(st, me, k), w->from.p + off, len);
+            st->need[k] += (uint64_t)readers;
+            /* release: the fragment before its position; pairs with the
+             * acquire of sseq in read_step() (3r). */
+            atomic_store_explicit(sseq_of(st, me, k), x + 1, memory_order_release);
+            x++;
+            moved = 1;
+        }
+        /* 3r: every stream not read yet, each as far as it goes */
+        int open = 0;
+        for (int i = ri; i < nr; i++) {
+            xg_rd_t *r = &st->rd[i];
+            while (r->state != 2 && read_step(t, st, r, c, code, &err))
+                moved = 1;
+            if (r->state != 2)
+                open = 1;
+            else if (i == ri)
+                ri++;
+        }
+        if (wi == nw && !open)
+            break;
+        if (moved) {
+            nc_backoff_init(&b, &t->wait);
+            continue;
+        }
+        if ((rc = nc_backoff(&b)) < 0)
+            return nc_team_fail(t, rc);
+    }
+
+    /* 4. release: my reads of every entry and slot of call c happen before
+     * their senders reuse them; pairs with the acquire in wait_boxes_free(). */
+    atomic_store_explicit(out_of(st, me), c, memory_order_release);
+    return err;
+}
+
+/* ---- entry points -------------------------------------------------------------------- */
+
+static int enter(numacoll_team_t *t, int root)
+{
+    if (!t || root >= t->p)
+        return NUMACOLL_ERR_INVAL;
+    if (t->broken)
+        return NUMACOLL_ERR_BROKEN;
+    /* Broadcasts this member deferred first (see numacoll_barrier()). */
+    int frc = t->ring_pending ? nc_bcast_flush(t) : 0;
+    return frc == NUMACOLL_ERR_TRUNCATE ? 0 : frc;
+}
+
+static int run(numacoll_team_t *t, xg_call_t *cl)
+{
+    int rc = enter(t, cl->root);
+    if (rc)
+        return rc;
+    if (t->p == 1 && !cl->in_place) {
+        const xg_blk_t from = send_blk(cl, 0), to = recv_blk(cl, 0);
+        if (from.n && from.p != to.p)
+            memmove(to.p, from.p, from.n < to.n ? from.n : to.n);
+        return from.n == to.n ? 0 : NUMACOLL_ERR_TRUNCATE;
+    }
+    if (t->p == 1)
+        return 0;
+    return xg_run(t, cl);
+}
+
+static inline int in_place(const void *buf)
+{
+    return buf == NULL || buf == NUMACOLL_IN_PLACE;
+}
+
+NUMACOLL_API int numacoll_gatherv(numacoll_team_t *t, const void *sendbuf, size_t sendbytes,
+                                  void *recvbuf, const size_t *recvbytes, const size_t *displs,
+                                  int root)
+{
+    if (!t || root < 0 || root >= t->p)
+        return NUMACOLL_ERR_INVAL;
+    const int me_root = t->rank == root, ip = me_root && in_place(sendbuf);
+    if (me_root && (!recvbytes || !displs))
+        return NUMACOLL_ERR_INVAL;
+    xg_call_t cl = {.kind = XG_GATHER, .root = root, .sbase = sendbuf, .sbytes = sendbytes,
+                    .sone = 1, .rbase = recvbuf, .rcounts = recvbytes, .rdispls = displs,
+                    .in_place = ip};
+    if (ip) {
+        cl.sone = 0;
+        cl.sbase = recvbuf;
+        cl.scounts = recvbytes;
+        cl.sdispls = displs;
+    }
+    return run(t, &cl);
+}
+
+NUMACOLL_API int numacoll_gather(numacoll_team_t *t, const void *sendbuf, size_t bytes,
+                                 void *recvbuf, int root)
+{
+    if (!t || root < 0 || root >= t->p)
+        return NUMACOLL_ERR_INVAL;
+    const int ip = t->rank == root && in_place(sendbuf);
+    xg_call_t cl = {.kind = XG_GATHER, .root = root, .sbase = ip ? (char *)recvbuf + (size_t)root * bytes : sendbuf,
+                    .sbytes = bytes, .sone = 1, .rbase = recvbuf, .rbytes = bytes,
+                    .rstride = bytes, .in_place = ip};
+    return run(t, &cl);
+}
+
+NUMACOLL_API int numacoll_scatterv(numacoll_team_t *t, const void *sendbuf,
+                                   const size_t *sendbytes, const size_t *displs, void *recvbuf,
+                                   size_t recvbytes, int root)
+{
+    if (!t || root < 0 || root >= t->p)
+        return NUMACOLL_ERR_INVAL;
+    const int me_root = t->rank == root, ip = me_root && in_place(recvbuf);
+    if (me_root && (!sendbytes || !displs))
+        return NUMACOLL_ERR_INVAL;
+    xg_call_t cl = {.kind = XG_SCATTER, .root = root, .sbase = sendbuf, .scounts = sendbytes,
+                    .sdispls = displs, .rbase = recvbuf, .rbytes = recvbytes, .rone = 1,
+                    .in_place = ip};
+    return run(t, &cl);
+}
+
+NUMACOLL_API int numacoll_scatter(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
+                                  size_t bytes, int root)
+{
+    if (!t || root < 0 || root >= t->p)
+        return NUMACOLL_ERR_INVAL;
+    const int ip = t->rank == root && in_place(recvbuf);
+    xg_call_t cl = {.kind = XG_SCATTER, .root = root, .sbase = sendbuf, .sbytes = bytes,
+                    .sstride = bytes, .rbase = recvbuf, .rbytes = bytes, .rone = 1,
+                    .in_place = ip};
+    return run(t, &cl);
+}
+
+NUMACOLL_API int numacoll_allgatherv(numacoll_team_t *t, const void *sendbuf, size_t sendbytes,
+                                     void *recvbuf, const size_t *recvbytes,
+                                     const size_t *displs)
+{
+    if (!t || !recvbytes || !displs)
+        return NUMACOLL_ERR_INVAL;
+    const int ip = in_place(sendbuf);
+    xg_call_t cl = {.kind = XG_ALLGATHER, .root = -1, .sbase = sendbuf, .sbytes = sendbytes,
+                    .sone = 1, .rbase = recvbuf, .rcounts = recvbytes, .rdispls = displs,
+                    .in_place = ip};
+    if (ip) {
+        cl.sbase = (char *)recvbuf + displs[t->rank];
+        cl.sbytes = recvbytes[t->rank];
+    }
+    return run(t, &cl);
+}
+
+NUMACOLL_API int numacoll_allgather(numacoll_team_t *t, const void *sendbuf, size_t bytes,
+                                    void *recvbuf)
+{
+    if (!t)
+        return NUMACOLL_ERR_INVAL;
+    const int ip = in_place(sendbuf);
+    xg_call_t cl = {.kind = XG_ALLGATHER, .root = -1,
+                    .sbase = ip ? (char *)recvbuf + (size_t)t->rank * bytes : sendbuf,
+                    .sbytes = bytes, .sone = 1, .rbase = recvbuf, .rbytes = bytes,
+                    .rstride = bytes, .in_place = ip};
+    return run(t, &cl);
+}
+
+NUMACOLL_API int numacoll_alltoallv(numacoll_team_t *t, const void *sendbuf,
+                                    const size_t *sendbytes, const size_t *sdispls, void *recvbuf,
+                                    const size_t *recvbytes, const size_t *rdispls)
+{
+    if (!t || !recvbytes || !rdispls || (!in_place(sendbuf) && (!sendbytes || !sdispls)))
+        return NUMACOLL_ERR_INVAL;
+    xg_call_t cl = {.kind = XG_ALLTOALL, .root = -1, .sbase = sendbuf, .scounts = sendbytes,
+                    .sdispls = sdispls, .rbase = recvbuf, .rcounts = recvbytes,
+                    .rdispls = rdispls};
+    char *copy = NULL;
+    if (in_place(sendbuf)) {
+        /* Blocks are replaced as they arrive: send from a copy (the MPI
+         * libraries do the same). */
+        size_t hi = 0;
+        for (int k = 0; k < t->p; k++)
+            if (recvbytes[k] && rdispls[k] + recvbytes[k] > hi)
+                hi = rdispls[k] + recvbytes[k];
+        if (!(copy = malloc(hi ? hi : 1)))
+            return NUMACOLL_ERR_NOMEM;
+        memcpy(copy, recvbuf, hi);
+        cl.sbase = copy;
+        cl.scounts = recvbytes;
+        cl.sdispls = rdispls;
+    }
+    int rc = run(t, &cl);
+    free(copy);
+    return rc;
+}
+
+NUMACOLL_API int numacoll_alltoall(numacoll_team_t *t, const void *sendbuf, void *recvbuf,
+                                   size_t bytes)
+{
+    if (!t)
+        return NUMACOLL_ERR_INVAL;
+    xg_call_t cl = {.kind = XG_ALLTOALL, .root = -1, .sbase = sendbuf, .sbytes = bytes,
+                    .sstride = bytes, .rbase = recvbuf, .rbytes = bytes, .rstride = bytes};
+    char *copy = NULL;
+    if (in_place(sendbuf)) {
+        const size_t all = (size_t)t->p * bytes;
+        if (!(copy = malloc(all ? all : 1)))
+            return NUMACOLL_ERR_NOMEM;
+        memcpy(copy, recvbuf, all);
+        cl.sbase = copy;
+    }
+    int rc = run(t, &cl);
+    free(copy);
+    return rc;
+}

@@ -1,0 +1,461 @@
+/*
+ * MPI_Gather, MPI_Gatherv, MPI_Scatter, MPI_Scatterv, MPI_Allgather,
+ * MPI_Allgatherv, MPI_Alltoall, MPI_Alltoallv (nc_mpi_<name>, behind the C
+ * and Fortran entry points): numacoll's exchange engine (coll/nc_gather.c)
+ * on a communicator whose ranks share one node. Every call takes one path:
+ *
+ *   1. the communicator's state for this collective (nc_mpi_comm_get: the
+ *      same answer on every rank); none, or several nodes: the MPI library
+ *      (PMPI), counted in NUMACOLL_STATS; one rank: 2, a copy, 4;
+ *   2. each side (what this rank sends, what it receives) as byte blocks:
+ *      block k of a typed buffer is (buf + displ_k * extent, count_k
+ *      elements); when the datatype is dense (no holes, elements back to
+ *      back) the blocks are the user's memory, else they are packed one by
+ *      one into scratch memory (MPI_Pack; a receive side is unpacked in 4);
+ *   3. the core call (numacoll_gatherv, _scatterv, _allgatherv, _alltoallv)
+ *      with byte counts and displacements; MPI_IN_PLACE as MPI defines it
+ *      (the root's send buffer of a gather, its receive buffer of a scatter,
+ *      the send buffer of an allgather or alltoall);
+ *   4. unpack the received blocks that went through scratch memory.
+ * Sizes are compared in bytes: a rank whose receive count for a block
+ * differs from the sender's gets MPI_ERR_TRUNCATE through the communicator's
+ * error handler (the others complete), never a hang. Type signatures beyond
+ * the byte count are not compared (the MPI libraries do not either).
+ * MPI_Alltoallw and intercommunicators are not wrapped: the MPI library.
+ */
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/nc_common.h"
+#include "nc_mpi.h"
+#include "nc_mpi_dtype.h"
+
+typedef struct xcall {
+    int coll;
+    const void *sbuf;
+    int scount;
+    const int *scounts, *sdispls;
+    MPI_Datatype stype;
+    void *rbuf;
+    int rcount;
+    const int *rcounts, *rdispls;
+    MPI_Datatype rtype;
+    int root;
+    MPI_Comm comm;
+} xcall_t;
+
+static const char *const mpi_name[NC_MPI_NCOLL] = {
+    [NC_MPI_GATHER] = "MPI_Gather",       [NC_MPI_GATHERV] = "MPI_Gatherv",
+    [NC_MPI_SCATTER] = "MPI_Scatter",     [NC_MPI_SCATTERV] = "MPI_Scatterv",
+    [NC_MPI_ALLGATHER] = "MPI_Allgather", [NC_MPI_ALLGATHERV] = "MPI_Allgatherv",
+    [NC_MPI_ALLTOALL] = "MPI_Alltoall",   [NC_MPI_ALLTOALLV] = "MPI_Alltoallv",
+};
+
+static int is_v(int coll)
+{
+    return coll == NC_MPI_GATHERV || coll == NC_MPI_SCATTERV || coll == NC_MPI_ALLGATHERV ||
+           coll == NC_MPI_ALLTOALLV;
+}
+static int is_rooted(int coll)
+{
+    return coll == NC_MPI_GATHER || coll == NC_MPI_GATHERV || coll == NC_MPI_SCATTER ||
+           coll == NC_MPI_SCATTERV;
+}
+
+static int pmpi(const xcall_t *x)
+{
+    const int c = x->coll;
+    const void *sb = x->sbuf;
+    void *rb = x->rbuf;
+    switch (c) {
+    case NC_MPI_GATHER:
+        return PMPI_Gather(sb, x->scount, x->stype, rb, x->rcount, x->rtype, x->root, x->comm);
+    case NC_MPI_GATHERV:
+        return PMPI_Gatherv(sb, x->scount, x->stype, rb, x->rcounts, x->rdispls, x->rtype,
+                            x->root, x->comm);
+    case NC_MPI_SCATTER:
+        return PMPI_Scatter(sb, x->scount, x->stype, rb, x->rcount, x->rtype, x->root, x->comm);
+    case NC_MPI_SCATTERV:
+        return PMPI_Scatterv(sb, x->scounts, x->sdispls, x->stype, rb, x->rcount, x->rtype,
+                             x->root, x->comm);
+    case NC_MPI_ALLGATHER:
+        return PMPI_Allgather(sb, x->scount, x->stype, rb, x->rcount, x->rtype, x->comm);
+    case NC_MPI_ALLGATHERV:
+        return PMPI_Allgatherv(sb, x->scount, x->stype, rb, x->rcounts, x->rdispls, x->rtype,
+                               x->comm);
+    case NC_MPI_ALLTOALL:
+        return PMPI_Alltoall(sb, x->scount, x->stype, rb, x->rcount, x->rtype, x->comm);
+    default:
+        return PMPI_Alltoallv(sb, x->scounts, x->sdispls, x->stype, rb, x->rcounts, x->rdispls,
+                              x->rtype, x->comm);
+    }
+}
+
+/* ---- 2. a side as byte blocks ----------------------------------------------------------- */
+
+#define SIDE_STACK 64
+
+typedef struct side {
+    int n;                /* blocks */
+    char *buf;            /* the user's buffer (MPI_BOTTOM resolved) */
+    MPI_Datatype dt;
+    MPI_Datatype shifted; /* made by nc_dtype_unbottom, freed in side_fini */
+    const int *counts, *displs;
+    int count;            /* counts == NULL: every block count elements ... */
+    long stride;          /* ... at block k * stride elements */
+    MPI_Aint extent;
+    int size;
+    size_t cnt_s[SIDE_STACK], dsp_s[SIDE_STACK]; /* for up to SIDE_STACK blocks */
+    size_t *cnt, *dsp;    /* what the core takes, bytes */
+    char *base;
+    char *scratch;        /* the packed blocks when the type is not dense */
+} side_t;
+
+static inline int blk_count(const side_t *s, int k)
+{
+    return s->counts ? s->counts[k] : s->count;
+}
+static inline char *blk_addr(const side_t *s, int k)
+{
+    const long d = s->counts ? (long)s->displs[k] : (long)k * s->stride;
+    return s->buf + d * (long)s->extent;
+}
+
+static void side_fini(side_t *s)
+{
+    if (s->cnt != s->cnt_s)
+        free(s->cnt);
+    if (s->dsp != s->dsp_s)
+        free(s->dsp);
+    free(s->scratch);
+    if (s->shifted != MPI_DATATYPE_NULL)
+        PMPI_Type_free(&s->shifted);
+}
+
+/* n blocks of buf; pack: 1 when the blocks are input (their bytes are packed
+ * now when they go through scratch), or the one block `pre` of an input in
+ * place (pre >= 0). 0, or a numacoll error. */
+static int side_init(side_t *s, MPI_Comm comm, int n, const void *buf, MPI_Datatype dt,
+                     int count, long stride, const int *counts, const int *displs, int pack,
+                     int pre)
+{
+    s->n = n;
+    s->scratch = NULL;
+    s->buf = (char *)buf;
+    s->dt = dt;
+    s->shifted = MPI_DATATYPE_NULL;
+    s->counts = counts;
+    s->displs = displs;
+    s->count = count;
+    s->stride = stride;
+    if (n <= SIDE_STACK) {
+        s->cnt = s->cnt_s;
+        s->dsp = s->dsp_s;
+    } else {
+        s->cnt = malloc(sizeof *s->cnt * (size_t)n);
+        s->dsp = malloc(sizeof *s->dsp * (size_t)n);
+        if (!s->cnt || !s->dsp)
+            return NUMACOLL_ERR_NOMEM;
+    }
+    int maxc = 0;
+    for (int k = 0; k < n; k++) {
+        const int c = blk_count(s, k);
+        if (c < 0)
+            return NUMACOLL_ERR_INVAL;
+        maxc = c > maxc ? c : maxc;
+    }
+    if (s->buf == MPI_BOTTOM && maxc)
+        nc_dtype_unbottom((void **)&s->buf, &s->dt, &s->shifted);
+    MPI_Aint lb;
+    PMPI_Type_size(s->dt, &s->size);
+    if (s->dt == MPI_BYTE)
+        s->extent = 1;
+    else
+        PMPI_Type_get_extent(s->dt, &lb, &s->extent);
+    char *start = s->buf;
+    if (!maxc || s->dt == MPI_BYTE || nc_dtype_contiguous(s->buf, maxc > 1 ? 2 : 1, s->dt, &start)) {
+        /* dense: the user's memory */
+        const size_t off = maxc ? (size_t)(start - s->buf) : 0;
+        s->base = s->buf;
+        for (int k = 0; k < n; k++) {
+            s->cnt[k] = (size_t)blk_count(s, k) * (size_t)s->size;
+            s->dsp[k] = s->cnt[k] ? (size_t)(blk_addr(s, k) - s->buf) + off : 0;
+        }
+        return 0;
+    }
+    size_t total = 0;
+    for (int k = 0; k < n; k++) {
+        s->cnt[k] = (size_t)blk_count(s, k) * (size_t)s->size;
+        s->dsp[k] = total;
+        total += s->cnt[k];
+    }
+    if (!(s->scratch = malloc(total ? total : 1)))
+        return NUMACOLL_ERR_NOMEM;
+    s->base = s->scratch;
+    for (int k = 0; k < n; k++) {
+        if (!s->cnt[k] || (!pack && k != pre))
+            continue;
+        if (s->cnt[k] > INT_MAX)
+            return NUMACOLL_ERR_INVAL;
+        int pos = 0;
+        PMPI_Pack(blk_addr(s, k), blk_count(s, k), s->dt, s->scratch + s->dsp[k], (int)s->cnt[k],
+                  &pos, comm);
+    }
+    return 0;
+}
+
+/* 4. */
+static void side_unpack(side_t *s, MPI_Comm comm, int skip)
+{
+    if (!s->scratch)
+        return;
+    for (int k = 0; k < s->n; k++) {
+        if (!s->cnt[k] || k == skip || s->cnt[k] > INT_MAX)
+            continue;
+        int pos = 0;
+        PMPI_Unpack(s->scratch + s->dsp[k], (int)s->cnt[k], &pos, blk_addr(s, k),
+                    blk_count(s, k), s->dt, comm);
+    }
+}
+
+/* ---- 1.-4. ------------------------------------------------------------------------------ */
+
+static size_t bytes_of(int count, MPI_Datatype dt)
+{
+    int size = 0;
+    if (count > 0 && dt != MPI_DATATYPE_NULL)
+        PMPI_Type_size(dt, &size);
+    return (size_t)(count > 0 ? count : 0) * (size_t)size;
+}
+
+/* What this rank sends, for NUMACOLL_STATS. */
+static size_t sent_bytes(const xcall_t *x, int p, int me)
+{
+    const int rooted = is_rooted(x->coll);
+    const int scat = x->coll == NC_MPI_SCATTER || x->coll == NC_MPI_SCATTERV;
+    const int a2a = x->coll == NC_MPI_ALLTOALL || x->coll == NC_MPI_ALLTOALLV;
+    if (x->sbuf == MPI_IN_PLACE || (scat && me != x->root))
+        return 0;
+    if (!scat && !a2a)
+        return rooted && me == x->root ? 0 : bytes_of(x->scount, x->stype);
+    if (!x->scounts)
+        return (size_t)p * bytes_of(x->scount, x->stype);
+    size_t n = 0;
+    for (int k = 0; k < p; k++)
+        n += bytes_of(x->scounts[k], x->stype);
+    return n;
+}
+
+static int fail(MPI_Comm comm, int code)
+{
+    PMPI_Comm_call_errhandler(comm, code);
+    return code;
+}
+
+static int xg_mpi(xcall_t *x)
+{
+    const int coll = x->coll;
+    nc_mpi_comm_t *c = nc_mpi_comm_get(x->comm, coll);
+    int p = 0, me = 0;
+    if (c) {
+        p = c->size;
+        me = c->rank;
+    } else {
+        PMPI_Comm_size(x->comm, &p);
+        PMPI_Comm_rank(x->comm, &me);
+    }
+    /* 1. */
+    const int solo = !c && p == 1 && nc_mpi_solo(x->comm, coll);
+    if (!solo && (!c || c->nnodes > 1 || (!c->team && p > 1))) {
+        nc_mpi_count(coll, 0, sent_bytes(x, p, me));
+        return pmpi(x);
+    }
+    const int rooted = is_rooted(coll), root = x->root;
+    if (rooted && (root < 0 || root >= p))
+        return fail(x->comm, MPI_ERR_ROOT);
+    const int is_root = !rooted || me == root;
+    const int gath = coll == NC_MPI_GATHER || coll == NC_MPI_GATHERV;
+    const int scat = coll == NC_MPI_SCATTER || coll == NC_MPI_SCATTERV;
+    const int a2a = coll == NC_MPI_ALLTOALL || coll == NC_MPI_ALLTOALLV;
+    const int v = is_v(coll);
+    /* Which side carries MPI_IN_PLACE, on whom. */
+    const int ip = scat ? (me == root && x->rbuf == MPI_IN_PLACE)
+                        : (is_root && x->sbuf == MPI_IN_PLACE);
+    if (!scat && x->sbuf == MPI_IN_PLACE && !is_root)
+        return fail(x->comm, MPI_ERR_BUFFER); /* MPI_IN_PLACE only at the root */
+    /* Arguments that count on this rank. */
+    const int sends_p = (scat && me == root) || a2a; /* p send blocks */
+    const int recvs_p = !scat && is_root;            /* p receive blocks */
+    const int sends_1 = !sends_p && !scat && !ip; /* one send block */
+    const int recvs_1 = scat && !ip;              /* one receive block */
+    if ((sends_1 && x->scount < 0) || (recvs_1 && x->rcount < 0) ||
+        ((sends_p || recvs_p) && !v && (x->scount < 0 || x->rcount < 0)))
+        return fail(x->comm, MPI_ERR_COUNT);
+    if ((sends_1 && x->stype == MPI_DATATYPE_NULL) || (recvs_1 && x->rtype == MPI_DATATYPE_NULL))
+        return fail(x->comm, MPI_ERR_TYPE);
+    if ((sends_p && !(a2a && ip) && x->stype == MPI_DATATYPE_NULL) ||
+        (recvs_p && x->rtype == MPI_DATATYPE_NULL))
+        return fail(x->comm, MPI_ERR_TYPE);
+    if (sends_p && v && !(a2a && ip) && (!x->scounts || !x->sdispls))
+        return fail(x->comm, MPI_ERR_ARG);
+    if (recvs_p && v && (!x->rcounts || !x->rdispls))
+        return fail(x->comm, MPI_ERR_ARG);
+    nc_mpi_count(coll, 1, sent_bytes(x, p, me));
+
+    /* 2. */
+    side_t S, R;
+    int rc = 0;
+    /* what side_fini() and step 3 look at, for a side this rank does not use */
+    S.cnt = S.cnt_s, S.dsp = S.dsp_s, S.base = S.scratch = NULL, S.shifted = MPI_DATATYPE_NULL;
+    R.cnt = R.cnt_s, R.dsp = R.dsp_s, R.base = R.scratch = NULL, R.shifted = MPI_DATATYPE_NULL;
+    const int *rcounts = v ? x->rcounts : NULL, *rdispls = v ? x->rdispls : NULL;
+    const int *scounts = v ? x->scounts : NULL, *sdispls = v ? x->sdispls : NULL;
+    if (recvs_p)
+        rc = side_init(&R, x->comm, p, x->rbuf, x->rtype, x->rcount, x->rcount, rcounts, rdispls,
+                       0, coll == NC_MPI_ALLGATHER || coll == NC_MPI_ALLGATHERV ? (ip ? me : -1)
+                                                                                : -1);
+    else if (recvs_1)
+        rc = side_init(&R, x->comm, 1, x->rbuf, x->rtype, x->rcount, 0, NULL, NULL, 0, -1);
+    if (!rc) {
+        if (a2a && ip) /* the blocks to send are the receive buffer's, sent from a copy */
+            rc = side_init(&S, x->comm, p, x->rbuf, x->rtype, x->rcount, x->rcount, rcounts,
+                           rdispls, 1, -1);
+        else if (sends_p)
+            rc = side_init(&S, x->comm, p, x->sbuf, x->stype, x->scount, x->scount, scounts,
+                           sdispls, 1, -1);
+        else if (sends_1)
+            rc = side_init(&S, x->comm, 1, x->sbuf, x->stype, x->scount, 0, NULL, NULL, 1, -1);
+    }
+    if (rc == NUMACOLL_ERR_NOMEM) {
+        nc_log_error("%s: out of memory for the datatype's scratch space", mpi_name[coll]);
+        PMPI_Abort(x->comm, MPI_ERR_NO_MEM);
+    }
+    if (a2a && ip && !rc && !S.scratch) {
+        /* dense: copy the blocks aside (the core would, too) */
+        size_t hi = 0;
+        for (int k = 0; k < p; k++)
+            if (S.cnt[k] && S.dsp[k] + S.cnt[k] > hi)
+                hi = S.dsp[k] + S.cnt[k];
+        if (!(S.scratch = malloc(hi ? hi : 1)))
+            PMPI_Abort(x->comm, MPI_ERR_NO_MEM);
+        memcpy(S.scratch, S.base, hi);
+        S.base = S.scratch;
+    }
+
+    /* 3. */
+    numacoll_team_t *t = c ? c->team : NULL;
+    const void *sb = S.base ? S.base + S.dsp[0] : NULL;
+    if (!rc && p == 1 && (!ip || a2a)) {
+        /* one rank: the copy (MPICH 4.0's own Allgatherv misplaces it there) */
+        char *to = R.base + R.dsp[0];
+        const size_t n = S.cnt[0] < R.cnt[0] ? S.cnt[0] : R.cnt[0];
+        if (n)
+            memmove(to, S.base + S.dsp[0], n);
+        rc = S.cnt[0] == R.cnt[0] ? 0 : NUMACOLL_ERR_TRUNCATE;
+    } else if (!rc && p > 1) {
+        switch (coll) {
+        case NC_MPI_GATHER:
+        case NC_MPI_GATHERV:
+            rc = numacoll_gatherv(t, ip ? NUMACOLL_IN_PLACE : sb, ip ? 0 : S.cnt[0],
+                                  is_root ? R.base : NULL, is_root ? R.cnt : NULL,
+                                  is_root ? R.dsp : NULL, root);
+            break;
+        case NC_MPI_SCATTER:
+        case NC_MPI_SCATTERV:
+            rc = numacoll_scatterv(t, me == root ? S.base : NULL, me == root ? S.cnt : NULL,
+                                   me == root ? S.dsp : NULL,
+                                   ip ? (void *)NUMACOLL_IN_PLACE : R.base + R.dsp[0],
+                                   ip ? 0 : R.cnt[0], root);
+            break;
+        case NC_MPI_ALLGATHER:
+        case NC_MPI_ALLGATHERV:
+            rc = numacoll_allgatherv(t, ip ? NUMACOLL_IN_PLACE : sb, ip ? 0 : S.cnt[0], R.base,
+                                     R.cnt, R.dsp);
+            break;
+        default:
+            rc = numacoll_alltoallv(t, S.base, S.cnt, S.dsp, R.base, R.cnt, R.dsp);
+            break;
+        }
+    }
+    /* 4. (what fits, also after a size mismatch) */
+    if (!rc || rc == NUMACOLL_ERR_TRUNCATE)
+        side_unpack(&R, x->comm, gath && ip ? me : -1);
+    side_fini(&S);
+    side_fini(&R);
+    return rc ? nc_mpi_error(x->comm, rc, mpi_name[coll]) : MPI_SUCCESS;
+}
+
+/* ---- entry points ------------------------------------------------------------------------ */
+
+#define T(w) NC_MPI_HANDLE(MPI_Datatype, w)
+#define C(w) NC_MPI_HANDLE(MPI_Comm, w)
+
+int nc_mpi_gather(const void *sendbuf, int sendcount, nc_mpi_word_t sendtype, void *recvbuf,
+                  int recvcount, nc_mpi_word_t recvtype, int root, nc_mpi_word_t comm)
+{
+    xcall_t x = {NC_MPI_GATHER, sendbuf, sendcount, NULL, NULL, T(sendtype), recvbuf,
+                 recvcount, NULL, NULL, T(recvtype), root, C(comm)};
+    return xg_mpi(&x);
+}
+
+int nc_mpi_gatherv(const void *sendbuf, int sendcount, nc_mpi_word_t sendtype, void *recvbuf,
+                   const int *recvcounts, const int *displs, nc_mpi_word_t recvtype, int root,
+                   nc_mpi_word_t comm)
+{
+    xcall_t x = {NC_MPI_GATHERV, sendbuf, sendcount, NULL, NULL, T(sendtype), recvbuf,
+                 0, recvcounts, displs, T(recvtype), root, C(comm)};
+    return xg_mpi(&x);
+}
+
+int nc_mpi_scatter(const void *sendbuf, int sendcount, nc_mpi_word_t sendtype, void *recvbuf,
+                   int recvcount, nc_mpi_word_t recvtype, int root, nc_mpi_word_t comm)
+{
+    xcall_t x = {NC_MPI_SCATTER, sendbuf, sendcount, NULL, NULL, T(sendtype), recvbuf,
+                 recvcount, NULL, NULL, T(recvtype), root, C(comm)};
+    return xg_mpi(&x);
+}
+
+int nc_mpi_scatterv(const void *sendbuf, const int *sendcounts, const int *displs,
+                    nc_mpi_word_t sendtype, void *recvbuf, int recvcount, nc_mpi_word_t recvtype,
+                    int root, nc_mpi_word_t comm)
+{
+    xcall_t x = {NC_MPI_SCATTERV, sendbuf, 0, sendcounts, displs, T(sendtype), recvbuf,
+                 recvcount, NULL, NULL, T(recvtype), root, C(comm)};
+    return xg_mpi(&x);
+}
+
+int nc_mpi_allgather(const void *sendbuf, int sendcount, nc_mpi_word_t sendtype, void *recvbuf,
+                     int recvcount, nc_mpi_word_t recvtype, nc_mpi_word_t comm)
+{
+    xcall_t x = {NC_MPI_ALLGATHER, sendbuf, sendcount, NULL, NULL, T(sendtype), recvbuf,
+                 recvcount, NULL, NULL, T(recvtype), -1, C(comm)};
+    return xg_mpi(&x);
+}
+
+int nc_mpi_allgatherv(const void *sendbuf, int sendcount, nc_mpi_word_t sendtype, void *recvbuf,
+                      const int *recvcounts, const int *displs, nc_mpi_word_t recvtype,
+                      nc_mpi_word_t comm)
+{
+    xcall_t x = {NC_MPI_ALLGATHERV, sendbuf, sendcount, NULL, NULL, T(sendtype), recvbuf,
+                 0, recvcounts, displs, T(recvtype), -1, C(comm)};
+    return xg_mpi(&x);
+}
+
+int nc_mpi_alltoall(const void *sendbuf, int sendcount, nc_mpi_word_t sendtype, void *recvbuf,
+                    int recvcount, nc_mpi_word_t recvtype, nc_mpi_word_t comm)
+{
+    xcall_t x = {NC_MPI_ALLTOALL, sendbuf, sendcount, NULL, NULL, T(sendtype), recvbuf,
+                 recvcount, NULL, NULL, T(recvtype), -1, C(comm)};
+    return xg_mpi(&x);
+}
+
+int nc_mpi_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls,
+                     nc_mpi_word_t sendtype, void *recvbuf, const int *recvcounts,
+                     const int *rdispls, nc_mpi_word_t recvtype, nc_mpi_word_t comm)
+{
+    xcall_t x = {NC_MPI_ALLTOALLV, sendbuf, 0, sendcounts, sdispls, T(sendtype), recvbuf,
+                 0, recvcounts, rdispls, T(recvtype), -1, C(comm)};
+    return xg_mpi(&x);
+}

@@ -1,0 +1,357 @@
+/*
+ * MPI_Gather, MPI_Gatherv, MPI_Scatter, MPI_Scatterv, MPI_Allgather,
+ * MPI_Allgatherv, MPI_Alltoall, MPI_Alltoallv through numacoll (or through the
+ * MPI library when numacoll does not take a call: the same checks must pass).
+ * Element j of the block rank s sends to rank d in call c is an int computed
+ * from (c, s, d, j), so every rank checks its own receive buffers:
+ *  1. every collective, every root, counts 0 1 7 1000 20000 (80 KB: fragments)
+ *     and (full) 300000 ints, in place and not;
+ *  2. datatypes: MPI_INT on both sides; a strided type (one int every two,
+ *     MPI_Type_create_resized) on the receive or on the send side only; a
+ *     contiguous pair of ints sent against twice as many MPI_INT received
+ *     (one signature, different count/datatype pairs);
+ *  3. v-forms: per-rank counts with zeros, blocks in reversed order with gaps
+ *     (non-monotonic displacements); the gaps and everything past the
+ *     blocks keep their canary, the send buffers stay as they were;
+ *  4. communicators: world, a dup, even/odd halves, reversed rank order,
+ *     MPI_COMM_SELF; on one node (no virtual nodes) every call on a
+ *     communicator of more than one rank must be numacoll's (NUMACOLL_STATS
+ *     counters), with virtual nodes the MPI library takes them;
+ *  5. mode mismatch: one rank passes one element more (errors return): with
+ *     numacoll, MPI_ERR_TRUNCATE exactly on the ranks that receive a block
+ *     of another size, success elsewhere, no hang; then a right call works.
+ * Usage: test_mpi_gather quick | full | mismatch
+ */
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "numacoll_mpi.h"
+
+#define CANARY (-7)
+#define GAPE 2 /* elements between the blocks of a v-form */
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+enum { GATHER, GATHERV, SCATTER, SCATTERV, ALLGATHER, ALLGATHERV, ALLTOALL, ALLTOALLV, NCOLL };
+static const char *const names[NCOLL] = {"MPI_Gather",    "MPI_Gatherv",    "MPI_Scatter",
+                                         "MPI_Scatterv",  "MPI_Allgather",  "MPI_Allgatherv",
+                                         "MPI_Alltoall",  "MPI_Alltoallv"};
+static const int rooted[NCOLL] = {1, 1, 1, 1, 0, 0, 0, 0};
+static const int multi_send[NCOLL] = {0, 0, 1, 1, 0, 0, 1, 1};
+
+static int failures, g_rank;
+static MPI_Datatype t_strided, t_pair;
+
+#define FAIL(...)                                                                              \
+    do {                                                                                       \
+        fprintf(stderr, "FAIL rank %d: ", g_rank);                                            \
+        fprintf(stderr, __VA_ARGS__);                                                         \
+        fprintf(stderr, "\n");                                                                \
+        if (++failures > 10)                                                                  \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                                     \
+    } while (0)
+
+static int val(uint64_t c, int s, int d, long j)
+{
+    uint64_t x = c * 0x9E3779B97F4A7C15ull ^ (uint64_t)s << 40 ^ (uint64_t)d << 52 ^ (uint64_t)j;
+    x ^= x >> 31;
+    x *= 0xD6E8FEB86659EFD5ull;
+    int v = (int)(x >> 33);
+    return v == CANARY ? 1 : v;
+}
+
+static unsigned long long nc_calls(void)
+{
+    numacoll_mpi_stats_t s;
+    unsigned long long n = 0;
+    if (numacoll_mpi_stats(&s) != 0)
+        return 0;
+    for (int k = NUMACOLL_MPI_GATHER; k <= NUMACOLL_MPI_ALLTOALLV; k++)
+        n += s.calls_numacoll[k];
+    return n;
+}
+
+/* Elements in block s -> d (v-forms vary; alltoallv symmetric). */
+static int cnt(int coll, uint64_t c, int s, int d, int n)
+{
+    if (!(coll & 1))
+        return n;
+    const int k = coll == ALLTOALLV ? s + d : coll == SCATTERV ? d : s;
+    switch ((unsigned)(k + (int)(c % 3)) % 4) {
+    case 0: return 0;
+    case 1: return n;
+    case 2: return n / 2 + 1;
+    default: return n + 3;
+    }
+}
+
+/* Datatype variants: 0 INT/INT, 1 INT/strided, 2 strided/INT, 3 pair/INT. */
+typedef struct side {
+    MPI_Datatype dt;
+    int w;   /* ints per extent */
+    int per; /* ints per element */
+} side_t;
+
+static side_t side_of(int variant, int send)
+{
+    if (variant == 1 && !send)
+        return (side_t){t_strided, 2, 1};
+    if (variant == 2 && send)
+        return (side_t){t_strided, 2, 1};
+    if (variant == 3 && send)
+        return (side_t){t_pair, 2, 2};
+    return (side_t){MPI_INT, 1, 1};
+}
+
+/* Block layout in elements of a side: uniform (k * n) or reversed with gaps. */
+static void layout(int v, int p, const int *counts, int n, int *displs, long *total)
+{
+    if (!v) {
+        for (int k = 0; k < p; k++)
+            displs[k] = k * n;
+        *total = (long)p * n;
+        return;
+    }
+    long at = GAPE;
+    for (int k = p - 1; k >= 0; k--) {
+        displs[k] = (int)at;
+        at += counts[k] + GAPE;
+    }
+    *total = at;
+}
+
+typedef struct call {
+    int coll, root, inplace, variant, n;
+    uint64_t id;
+    int bad; /* >= 0: this rank passes one element more */
+} call_t;
+
+/* Elements of side sd that hold `ints` ints. */
+static int elems(const side_t *sd, int ints)
+{
+    return ints / sd->per;
+}
+
+static int run_call(MPI_Comm comm, const call_t *c, int check_nc)
+{
+    int p, me;
+    MPI_Comm_size(comm, &p);
+    MPI_Comm_rank(comm, &me);
+    const int coll = c->coll, root = c->root, v = coll & 1;
+    const int is_root = !rooted[coll] || me == root;
+    const int scat = coll == SCATTER || coll == SCATTERV;
+    const int a2a = coll == ALLTOALL || coll == ALLTOALLV;
+    const int gath = coll == GATHER || coll == GATHERV;
+    const side_t S = side_of(c->variant, 1), R = side_of(c->variant, 0);
+    const int my_n = me == c->bad ? c->n + S.per : c->n; /* in ints */
+    /* Ints in block s -> d as each side passes them. */
+    int *sc = calloc((size_t)p, sizeof(int)), *rc_ = calloc((size_t)p, sizeof(int));
+    int *sd = calloc((size_t)p, sizeof(int)), *rd = calloc((size_t)p, sizeof(int));
+    int *sce = calloc((size_t)p, sizeof(int)), *rce = calloc((size_t)p, sizeof(int));
+    for (int k = 0; k < p; k++) {
+        sc[k] = cnt(coll, c->id, me, k, my_n);
+        rc_[k] = cnt(coll, c->id, k, me, my_n);
+        sce[k] = elems(&S, sc[k]);
+        rce[k] = elems(&R, rc_[k]);
+    }
+    const int ip = c->inplace && is_root;
+    long stot, rtot;
+    layout(v, p, sce, elems(&S, my_n), sd, &stot);
+    layout(v, p, rce, elems(&R, my_n), rd, &rtot);
+    const size_t sints = (size_t)(stot + 4) * (size_t)S.w * (size_t)S.per + 16;
+    const size_t rints = (size_t)(rtot + 4) * (size_t)R.w * (size_t)R.per + 16;
+    int *sbuf = malloc(sints * sizeof(int)), *rbuf = malloc(rints * sizeof(int));
+    for (size_t i = 0; i < sints; i++)
+        sbuf[i] = CANARY;
+    for (size_t i = 0; i < rints; i++)
+        rbuf[i] = CANARY;
+    /* Int index of int q of a side's block at element displ. */
+#define AT(side, displ, q) (((size_t)(displ) + (size_t)((q) / (side).per)) * (size_t)(side).w + (size_t)((q) % (side).per))
+    /* The send side. */
+    const int pd = scat || a2a; /* data depends on the receiver */
+    if (multi_send[coll]) {
+        if (!scat || me == root)
+            for (int d = 0; d < p; d++)
+                for (int j = 0; j < sc[d]; j++)
+                    sbuf[AT(S, sd[d], j)] = val(c->id, me, pd ? d : 0, j);
+    } else {
+        for (int j = 0; j < sc[0]; j++)
+            sbuf[AT(S, 0, j)] = val(c->id, me, 0, j);
+    }
+    int *s_copy = malloc(sints * sizeof(int));
+    memcpy(s_copy, sbuf, sints * sizeof(int));
+    if (ip && (gath || coll == ALLGATHER || coll == ALLGATHERV))
+        for (int j = 0; j < rc_[me]; j++)
+            rbuf[AT(R, rd[me], j)] = val(c->id, me, 0, j);
+    if (ip && a2a)
+        for (int d = 0; d < p; d++)
+            for (int j = 0; j < rc_[d]; j++)
+                rbuf[AT(R, rd[d], j)] = val(c->id, me, d, j);
+    const void *sb = ip && !scat ? MPI_IN_PLACE : (void *)sbuf;
+    void *rb = ip && scat ? MPI_IN_PLACE : (void *)rbuf;
+    const int sn = elems(&S, my_n), rn = elems(&R, my_n);
+    const int sone = elems(&S, sc[0]); /* the one block of a gather / allgather sender */
+    const unsigned long long before = nc_calls();
+    int rc;
+    switch (coll) {
+    case GATHER: rc = MPI_Gather(sb, sn, S.dt, rb, rn, R.dt, root, comm); break;
+    case GATHERV: rc = MPI_Gatherv(sb, sone, S.dt, rb, rce, rd, R.dt, root, comm); break;
+    case SCATTER: rc = MPI_Scatter(sb, sn, S.dt, rb, rn, R.dt, root, comm); break;
+    case SCATTERV:
+        rc = MPI_Scatterv(sb, sce, sd, S.dt, rb, rce[root], R.dt, root, comm);
+        break;
+    case ALLGATHER: rc = MPI_Allgather(sb, sn, S.dt, rb, rn, R.dt, comm); break;
+    case ALLGATHERV: rc = MPI_Allgatherv(sb, sone, S.dt, rb, rce, rd, R.dt, comm); break;
+    case ALLTOALL: rc = MPI_Alltoall(sb, sn, S.dt, rb, rn, R.dt, comm); break;
+    default: rc = MPI_Alltoallv(sb, sce, sd, S.dt, rb, rce, rd, R.dt, comm); break;
+    }
+    const int took = nc_calls() > before;
+    if (check_nc && p > 1 && !took)
+        FAIL("%s p=%d: not numacoll's on one node", names[coll], p);
+    /* The expected return: with numacoll, TRUNCATE where a block differs. */
+    int want = MPI_SUCCESS;
+    if (c->bad >= 0 && took) {
+        for (int k = 0; k < p; k++) {
+            const int recv = scat ? (k == root && me != root) : rooted[coll] ? (me == root && k != me) : k != me;
+            const int their = cnt(coll, c->id, k, me, k == c->bad ? c->n + S.per : c->n);
+            const int mine = scat ? rc_[root] : rc_[k];
+            if (recv && their != mine)
+                want = MPI_ERR_TRUNCATE;
+        }
+    }
+    int cls = MPI_SUCCESS;
+    if (rc != MPI_SUCCESS)
+        MPI_Error_class(rc, &cls);
+    if (c->bad >= 0) {
+        if (took && cls != want)
+            FAIL("%s p=%d mismatch: error class %d, want %d", names[coll], p, cls, want);
+        goto out;
+    }
+    if (rc != MPI_SUCCESS) {
+        FAIL("%s p=%d n=%d root %d variant %d: returned %d", names[coll], p, c->n, root,
+             c->variant, rc);
+        goto out;
+    }
+    /* The send buffer did not change. */
+    if (!ip && memcmp(s_copy, sbuf, sints * sizeof(int)))
+        FAIL("%s p=%d: sendbuf changed", names[coll], p);
+    /* Every int of the receive buffer. */
+    int *want_r = malloc(rints * sizeof(int));
+    for (size_t i = 0; i < rints; i++)
+        want_r[i] = CANARY;
+    if (scat) {
+        if (!ip)
+            for (int j = 0; j < rc_[root]; j++)
+                want_r[AT(R, 0, j)] = val(c->id, root, me, j);
+    } else if (is_root) {
+        for (int s = 0; s < p; s++)
+            for (int j = 0; j < rc_[s]; j++)
+                want_r[AT(R, rd[s], j)] = val(c->id, s, a2a ? me : 0, j);
+    }
+    if (ip && scat)
+        memcpy(want_r, rbuf, rints * sizeof(int)); /* not used */
+    for (size_t i = 0; i < rints; i++)
+        if (rbuf[i] != want_r[i]) {
+            FAIL("%s p=%d n=%d root %d in place %d variant %d: int %zu is %d, want %d",
+                 names[coll], p, c->n, root, ip, c->variant, i, rbuf[i], want_r[i]);
+            break;
+        }
+    free(want_r);
+out:
+#undef AT
+    free(sc);
+    free(rc_);
+    free(sd);
+    free(rd);
+    free(sce);
+    free(rce);
+    free(sbuf);
+    free(rbuf);
+    free(s_copy);
+    return 0;
+}
+
+static void suite(MPI_Comm comm, const char *cname, int full, int check_nc, uint64_t *id)
+{
+    int p;
+    MPI_Comm_size(comm, &p);
+    static const int quick_n[] = {0, 1, 7, 1000, 20000};
+    const int nn = (int)ARRAY_SIZE(quick_n) + (full ? 1 : 0);
+    const int f0 = failures;
+    *id = (*id / 1000000 + 1) * 1000000; /* the same on every rank of comm, whatever came before */
+    for (int ni = 0; ni < nn; ni++) {
+        const int n = ni < (int)ARRAY_SIZE(quick_n) ? quick_n[ni] : 300000;
+        for (int coll = 0; coll < NCOLL; coll++)
+            for (int variant = 0; variant < 4; variant++) {
+                if (variant == 3 && ((coll & 1) || (n & 1)))
+                    continue; /* pairs: uniform forms with an even count */
+                if (variant && n > 20000)
+                    continue;
+                for (int root = 0; root < (rooted[coll] ? p : 1); root++) {
+                    if (n > 1000 && root && root != p - 1)
+                        continue;
+                    for (int inpl = 0; inpl <= 1; inpl++) {
+                        if (inpl && variant == 3)
+                            continue;
+                        call_t c = {coll, rooted[coll] ? root : -1, inpl, variant, n, ++*id, -1};
+                        run_call(comm, &c, check_nc);
+                    }
+                }
+            }
+    }
+    if (g_rank == 0)
+        printf("%s (p=%d): %s\n", cname, p, failures == f0 ? "ok" : "FAIL");
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    int p;
+    MPI_Comm_size(MPI_COMM_WORLD, &p);
+    const char *mode = argc > 1 ? argv[1] : "quick";
+    MPI_Type_create_resized(MPI_INT, 0, 2 * (MPI_Aint)sizeof(int), &t_strided);
+    MPI_Type_commit(&t_strided);
+    MPI_Type_contiguous(2, MPI_INT, &t_pair);
+    MPI_Type_commit(&t_pair);
+    const char *vn = getenv("NUMACOLL_TEST_VIRTUAL_NODES");
+    const char *dis = getenv("NUMACOLL_DISABLE");
+    const int one_node = (!vn || atoi(vn) <= 1) && !(dis && atoi(dis));
+    uint64_t id = 0;
+    if (!strcmp(mode, "mismatch")) {
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        for (int coll = 0; coll < NCOLL; coll++)
+            for (int n = 5; n <= 50005; n += 50000) {
+                call_t c = {coll, rooted[coll] ? p - 1 : -1, 0, 0, n, ++id, p > 1 ? 1 : 0};
+                run_call(MPI_COMM_WORLD, &c, 0);
+                call_t ok = {coll, c.root, 0, 0, n, ++id, -1};
+                run_call(MPI_COMM_WORLD, &ok, one_node);
+            }
+        if (g_rank == 0)
+            printf("mismatch (p=%d): %s\n", p, failures ? "FAIL" : "ok");
+    } else {
+        const int full = !strcmp(mode, "full");
+        suite(MPI_COMM_WORLD, "world", full, one_node, &id);
+        MPI_Comm dup, half, rev;
+        MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+        suite(dup, "dup", 0, one_node, &id);
+        MPI_Comm_split(MPI_COMM_WORLD, g_rank % 2, g_rank, &half);
+        suite(half, "half", 0, one_node, &id);
+        MPI_Comm_split(MPI_COMM_WORLD, 0, p - g_rank, &rev);
+        suite(rev, "reversed", 0, one_node, &id);
+        suite(MPI_COMM_SELF, "self", 0, 0, &id);
+        MPI_Comm_free(&dup);
+        MPI_Comm_free(&half);
+        MPI_Comm_free(&rev);
+    }
+    int all = 0;
+    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (g_rank == 0)
+        printf("%s\n", all ? "FAILED" : "PASSED");
+    MPI_Type_free(&t_strided);
+    MPI_Type_free(&t_pair);
+    MPI_Finalize();
+    return all ? 1 : 0;
+}
