@@ -40,7 +40,10 @@
  * within its buffers (not at all in place).
  * The fragments of all of a member's streams are numbered by one position
  * counter of its own, continuing from call to call; a stream of n > I bytes
- * takes ceil(n / F) positions; fragment at position x lives in slot x % S.
+ * is cut into fragments of min(F, roundup(n / S, page)) bytes (S of them up
+ * to S * F bytes, so that copying in and out overlap even for a stream of a
+ * few slots' worth), one position each; fragment at position x lives in slot
+ * x % S.
  *
  * Every member, call c:
  *   1. if it sends: wait until every member's out >= c - E (box c % E was
@@ -305,9 +308,19 @@ static int wait_boxes_free(numacoll_team_t *t, xg_state_t *st, uint32_t c)
     }
 }
 
+/* The fragment size of a stream of n > I bytes: about n / S in whole pages
+ * (at least one, at most F), so that even a stream of a few slots' worth is
+ * cut into S fragments and its copy in and copy out overlap; the same on the
+ * writer and the readers, who know n. */
+static inline size_t frag_of(const xg_state_t *st, size_t n)
+{
+    const size_t f = nc_round_up((n + (size_t)st->S - 1) / (size_t)st->S, st->page);
+    return f < st->F ? f : st->F;
+}
+
 static inline uint64_t frags(const xg_state_t *st, size_t n)
 {
-    return n <= st->I ? 0 : (n + st->F - 1) / st->F;
+    return n <= st->I ? 0 : (n + frag_of(st, n) - 1) / frag_of(st, n);
 }
 
 /* Step 2 for one stream: the entry of reader d. */
@@ -377,7 +390,8 @@ static int read_step(numacoll_team_t *t, xg_state_t *st, xg_rd_t *r, uint32_t c,
      * bytes are visible. */
     if (atomic_load_explicit(sseq_of(st, r->src, k), memory_order_acquire) != r->x + 1)
         return 0;
-    const size_t len = r->bytes - r->off < st->F ? r->bytes - r->off : st->F;
+    const size_t fs = frag_of(st, r->bytes);
+    const size_t len = r->bytes - r->off < fs ? r->bytes - r->off : fs;
     if (r->off < r->to.n) {
         const size_t keep = r->to.n - r->off < len ? r->to.n - r->off : len;
         memcpy(r->to.p + r->off, slot_data(st, r->src, k), keep);
@@ -477,8 +491,9 @@ static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
              * copied the slot's previous fragment out. */
             if (atomic_load_explicit(con_of(st, me, k), memory_order_acquire) < st->need[k])
                 break;
-            const size_t off = (size_t)(x - w->start) * st->F;
-            const size_t len = w->from.n - off < st->F ? w->from.n - off : st->F;
+            const size_t fs = frag_of(st, w->from.n);
+            const size_t off = (size_t)(x - w->start) * fs;
+            const size_t len = w->from.n - off < fs ? w->from.n - off : fs;
             memcpy(slot_data(st, me, k), w->from.p + off, len);
             st->need[k] += (uint64_t)readers;
             /* release: the fragment before its position; pairs with the
@@ -575,7 +590,9 @@ NUMACOLL_API int numacoll_gather(numacoll_team_t *t, const void *sendbuf, size_t
     if (!t || root < 0 || root >= t->p)
         return NUMACOLL_ERR_INVAL;
     const int ip = t->rank == root && in_place(sendbuf);
-    xg_call_t cl = {.kind = XG_GATHER, .root = root, .sbase = ip ? (char *)recvbuf + (size_t)root * bytes : sendbuf,
+    xg_call_t cl = {.kind = XG_GATHER,
+                    .root = root,
+                    .sbase = ip ? (char *)recvbuf + (size_t)root * bytes : sendbuf,
                     .sbytes = bytes, .sone = 1, .rbase = recvbuf, .rbytes = bytes,
                     .rstride = bytes, .in_place = ip};
     return run(t, &cl);

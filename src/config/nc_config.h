@@ -65,7 +65,7 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
       "1: on a node with several NUMA nodes, reductions combine each NUMA node's members first, " \
       "then the NUMA nodes (docs/reduce.md); 0: one fold in rank order, the same bits on any node.") \
     /* ---- gather family (coll/nc_gather.c) ---- */                                         \
-    X(GATHER_FRAG_SIZE, NC_PT_SIZE, "32768", 4096, 16 << 20, NULL, "bytes",                     \
+    X(GATHER_FRAG_SIZE, NC_PT_SIZE, "65536", 4096, 16 << 20, NULL, "bytes",                     \
       "Gather family: bytes of one fragment slot (rounded up to whole pages); a block larger "  \
       "than the inline size goes through its sender's slots in fragments of this size.")        \
     X(GATHER_SLOTS, NC_PT_INT, "4", 2, 32, NULL, "slots",                                       \

@@ -146,16 +146,22 @@ static void team_free(numacoll_team_t *t)
 }
 
 /* A queue the budget shortened (s below the configured length) shortens the
- * reductions' slots in proportion, down to one page each: the same on every
- * member, which all know s (exchange #1). */
+ * reductions' and the gather family's slots in proportion, down to one page
+ * each: the same on every member, which all know s (exchange #1). */
 static void budget_scale(nc_config_t *cfg, int s)
 {
     const int64_t s0 = NC_CFG_NUM(cfg, BCAST_QUEUE_LEN), f0 = NC_CFG_NUM(cfg, REDUCE_FRAG_SIZE);
     int64_t f = f0 * s / s0;
     const int64_t floor = (int64_t)nc_page_size() - 32; /* slot header: coll/nc_reduce.c */
-    if (s >= s0 || f0 <= floor)
+    if (s >= s0)
         return;
-    cfg->v[NC_P_REDUCE_FRAG_SIZE].num = f < floor ? floor : f;
+    if (f0 > floor)
+        cfg->v[NC_P_REDUCE_FRAG_SIZE].num = f < floor ? floor : f;
+    /* the gather family's slots likewise, down to a page */
+    const int64_t g0 = NC_CFG_NUM(cfg, GATHER_FRAG_SIZE), g = g0 * s / s0,
+                  page = (int64_t)nc_page_size();
+    if (g0 > page)
+        cfg->v[NC_P_GATHER_FRAG_SIZE].num = g < page ? page : g;
 }
 
 static int team_layout(const nc_config_t *cfg0, int p, int s, nc_layout_t *l)

@@ -99,39 +99,64 @@
        MPI_Fint *comm, MPI_Fint *ierror),                                                          \
       (sendbuf, recvbuf, count, datatype, op, comm, ierror),                                       \
       nc_mpi_allreduce(NC_F_BUF_IN_PLACE(sendbuf), NC_F_BUF(recvbuf), (int)*count,                 \
-                       NC_F_TYPE(datatype), NC_F_OP(op), NC_F_COMM(comm))) \
-    X(gather, GATHER, CALL, ALL, NONE, \
-      (void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierror), \
-      (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierror), \
-      nc_mpi_gather(NC_F_BUF_IN_PLACE(sendbuf), (int)*sendcount, NC_F_TYPE(sendtype), NC_F_BUF(recvbuf), (int)*recvcount, NC_F_TYPE(recvtype), (int)*root, NC_F_COMM(comm))) \
-    X(gatherv, GATHERV, CALL, ALL, NONE, \
-      (void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierror), \
-      (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, ierror), \
-      nc_mpi_gatherv(NC_F_BUF_IN_PLACE(sendbuf), (int)*sendcount, NC_F_TYPE(sendtype), NC_F_BUF(recvbuf), (const int *)recvcounts, (const int *)displs, NC_F_TYPE(recvtype), (int)*root, NC_F_COMM(comm))) \
-    X(scatter, SCATTER, CALL, ALL, NONE, \
-      (void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierror), \
-      (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierror), \
-      nc_mpi_scatter(NC_F_BUF(sendbuf), (int)*sendcount, NC_F_TYPE(sendtype), NC_F_BUF_IN_PLACE(recvbuf), (int)*recvcount, NC_F_TYPE(recvtype), (int)*root, NC_F_COMM(comm))) \
-    X(scatterv, SCATTERV, CALL, ALL, NONE, \
-      (void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierror), \
-      (sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, ierror), \
-      nc_mpi_scatterv(NC_F_BUF(sendbuf), (const int *)sendcounts, (const int *)displs, NC_F_TYPE(sendtype), NC_F_BUF_IN_PLACE(recvbuf), (int)*recvcount, NC_F_TYPE(recvtype), (int)*root, NC_F_COMM(comm))) \
-    X(allgather, ALLGATHER, CALL, ALL, NONE, \
-      (void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierror), \
-      (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierror), \
-      nc_mpi_allgather(NC_F_BUF_IN_PLACE(sendbuf), (int)*sendcount, NC_F_TYPE(sendtype), NC_F_BUF(recvbuf), (int)*recvcount, NC_F_TYPE(recvtype), NC_F_COMM(comm))) \
-    X(allgatherv, ALLGATHERV, CALL, ALL, NONE, \
-      (void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierror), \
-      (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierror), \
-      nc_mpi_allgatherv(NC_F_BUF_IN_PLACE(sendbuf), (int)*sendcount, NC_F_TYPE(sendtype), NC_F_BUF(recvbuf), (const int *)recvcounts, (const int *)displs, NC_F_TYPE(recvtype), NC_F_COMM(comm))) \
-    X(alltoall, ALLTOALL, CALL, ALL, NONE, \
-      (void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierror), \
-      (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierror), \
-      nc_mpi_alltoall(NC_F_BUF_IN_PLACE(sendbuf), (int)*sendcount, NC_F_TYPE(sendtype), NC_F_BUF(recvbuf), (int)*recvcount, NC_F_TYPE(recvtype), NC_F_COMM(comm))) \
-    X(alltoallv, ALLTOALLV, CALL, ALL, NONE, \
-      (void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierror), \
-      (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, ierror), \
-      nc_mpi_alltoallv(NC_F_BUF_IN_PLACE(sendbuf), (const int *)sendcounts, (const int *)sdispls, NC_F_TYPE(sendtype), NC_F_BUF(recvbuf), (const int *)recvcounts, (const int *)rdispls, NC_F_TYPE(recvtype), NC_F_COMM(comm)))
+                       NC_F_TYPE(datatype), NC_F_OP(op), NC_F_COMM(comm)))                         \
+    X(gather, GATHER, CALL, ALL, NONE,                                                             \
+      (void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, \
+       MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierror),                      \
+      (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierror),            \
+      nc_mpi_gather(NC_F_BUF_IN_PLACE(sendbuf), (int)*sendcount, NC_F_TYPE(sendtype),              \
+       NC_F_BUF(recvbuf), (int)*recvcount, NC_F_TYPE(recvtype), (int)*root, NC_F_COMM(comm)))      \
+    X(gatherv, GATHERV, CALL, ALL, NONE,                                                           \
+      (void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,                      \
+       MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, \
+       MPI_Fint *ierror),                                                                          \
+      (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, ierror),   \
+      nc_mpi_gatherv(NC_F_BUF_IN_PLACE(sendbuf), (int)*sendcount, NC_F_TYPE(sendtype),             \
+       NC_F_BUF(recvbuf), (const int *)recvcounts, (const int *)displs, NC_F_TYPE(recvtype),       \
+       (int)*root, NC_F_COMM(comm)))                                                               \
+    X(scatter, SCATTER, CALL, ALL, NONE,                                                           \
+      (void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, \
+       MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierror),                      \
+      (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, ierror),            \
+      nc_mpi_scatter(NC_F_BUF(sendbuf), (int)*sendcount, NC_F_TYPE(sendtype),                      \
+       NC_F_BUF_IN_PLACE(recvbuf), (int)*recvcount, NC_F_TYPE(recvtype), (int)*root,               \
+       NC_F_COMM(comm)))                                                                           \
+    X(scatterv, SCATTERV, CALL, ALL, NONE,                                                         \
+      (void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *displs, MPI_Fint *sendtype, void *recvbuf,   \
+       MPI_Fint *recvcount, MPI_Fint *recvtype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierror), \
+      (sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, ierror),   \
+      nc_mpi_scatterv(NC_F_BUF(sendbuf), (const int *)sendcounts, (const int *)displs,             \
+       NC_F_TYPE(sendtype), NC_F_BUF_IN_PLACE(recvbuf), (int)*recvcount, NC_F_TYPE(recvtype),      \
+       (int)*root, NC_F_COMM(comm)))                                                               \
+    X(allgather, ALLGATHER, CALL, ALL, NONE,                                                       \
+      (void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, \
+       MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierror),                                      \
+      (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierror),                  \
+      nc_mpi_allgather(NC_F_BUF_IN_PLACE(sendbuf), (int)*sendcount, NC_F_TYPE(sendtype),           \
+       NC_F_BUF(recvbuf), (int)*recvcount, NC_F_TYPE(recvtype), NC_F_COMM(comm)))                  \
+    X(allgatherv, ALLGATHERV, CALL, ALL, NONE,                                                     \
+      (void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf,                      \
+       MPI_Fint *recvcounts, MPI_Fint *displs, MPI_Fint *recvtype, MPI_Fint *comm,                 \
+       MPI_Fint *ierror),                                                                          \
+      (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, ierror),         \
+      nc_mpi_allgatherv(NC_F_BUF_IN_PLACE(sendbuf), (int)*sendcount, NC_F_TYPE(sendtype),          \
+       NC_F_BUF(recvbuf), (const int *)recvcounts, (const int *)displs, NC_F_TYPE(recvtype),       \
+       NC_F_COMM(comm)))                                                                           \
+    X(alltoall, ALLTOALL, CALL, ALL, NONE,                                                         \
+      (void *sendbuf, MPI_Fint *sendcount, MPI_Fint *sendtype, void *recvbuf, MPI_Fint *recvcount, \
+       MPI_Fint *recvtype, MPI_Fint *comm, MPI_Fint *ierror),                                      \
+      (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, ierror),                  \
+      nc_mpi_alltoall(NC_F_BUF_IN_PLACE(sendbuf), (int)*sendcount, NC_F_TYPE(sendtype),            \
+       NC_F_BUF(recvbuf), (int)*recvcount, NC_F_TYPE(recvtype), NC_F_COMM(comm)))                  \
+    X(alltoallv, ALLTOALLV, CALL, ALL, NONE,                                                       \
+      (void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtype, void *recvbuf,  \
+       MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtype, MPI_Fint *comm,                \
+       MPI_Fint *ierror),                                                                          \
+      (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm,       \
+       ierror),                                                                                    \
+      nc_mpi_alltoallv(NC_F_BUF_IN_PLACE(sendbuf), (const int *)sendcounts, (const int *)sdispls,  \
+       NC_F_TYPE(sendtype), NC_F_BUF(recvbuf), (const int *)recvcounts, (const int *)rdispls,      \
+       NC_F_TYPE(recvtype), NC_F_COMM(comm)))
 
 /* ---- step 2: conversions ------------------------------------------------------------ */
 

@@ -161,7 +161,8 @@ static int run_call(numacoll_team_t *tm, int me, int p, const call_t *c, bufs_t 
 {
     const int coll = c->coll, root = c->root, v = coll & 1;
     const size_t n = c->n;
-    const int sends_all = coll == SCATTER || coll == SCATTERV || coll == ALLTOALL || coll == ALLTOALLV;
+    const int sends_all =
+        coll == SCATTER || coll == SCATTERV || coll == ALLTOALL || coll == ALLTOALLV;
     const int is_root = me == root || !rooted[coll];
     size_t scnt[MAXP] = {0}, rcnt[MAXP] = {0};
     size_t my_n = me == c->bad_rank ? n + 1 : n; /* what this member passes */
@@ -225,7 +226,8 @@ static int run_call(numacoll_team_t *tm, int me, int p, const call_t *c, bufs_t 
             int receives = coll == SCATTER || coll == SCATTERV ? (k == root && me != root)
                            : rooted[coll]                      ? (me == root && k != me)
                                                                : k != me;
-            if (receives && got[k] != (coll == SCATTER || coll == SCATTERV ? rcnt[root] : rl.cnt[k]))
+            const size_t mine = coll == SCATTER || coll == SCATTERV ? rcnt[root] : rl.cnt[k];
+            if (receives && got[k] != mine)
                 want = NUMACOLL_ERR_TRUNCATE;
         }
     }

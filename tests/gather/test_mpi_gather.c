@@ -168,7 +168,9 @@ static int run_call(MPI_Comm comm, const call_t *c, int check_nc)
     for (size_t i = 0; i < rints; i++)
         rbuf[i] = CANARY;
     /* Int index of int q of a side's block at element displ. */
-#define AT(side, displ, q) (((size_t)(displ) + (size_t)((q) / (side).per)) * (size_t)(side).w + (size_t)((q) % (side).per))
+#define AT(side, displ, q)                                                                 \
+    (((size_t)(displ) + (size_t)((q) / (side).per)) * (size_t)(side).w +                   \
+     (size_t)((q) % (side).per))
     /* The send side. */
     const int pd = scat || a2a; /* data depends on the receiver */
     if (multi_send[coll]) {
@@ -214,7 +216,9 @@ static int run_call(MPI_Comm comm, const call_t *c, int check_nc)
     int want = MPI_SUCCESS;
     if (c->bad >= 0 && took) {
         for (int k = 0; k < p; k++) {
-            const int recv = scat ? (k == root && me != root) : rooted[coll] ? (me == root && k != me) : k != me;
+            const int recv = scat           ? (k == root && me != root)
+                             : rooted[coll] ? (me == root && k != me)
+                                            : k != me;
             const int their = cnt(coll, c->id, k, me, k == c->bad ? c->n + S.per : c->n);
             const int mine = scat ? rc_[root] : rc_[k];
             if (recv && their != mine)

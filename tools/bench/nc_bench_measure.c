@@ -462,15 +462,17 @@ static int root_of(const struct nc_bench_opts *o, int p, long i)
 }
 
 static const char *const mpi_call_name[NC_BENCH_NCOLL] = {
-    "MPI_Bcast",   "MPI_Barrier",  "MPI_Reduce",    "MPI_Allreduce",  "MPI_Gather",   "MPI_Gatherv",
-    "MPI_Scatter", "MPI_Scatterv", "MPI_Allgather", "MPI_Allgatherv", "MPI_Alltoall", "MPI_Alltoallv"};
+    "MPI_Bcast",     "MPI_Barrier",    "MPI_Reduce",   "MPI_Allreduce",
+    "MPI_Gather",    "MPI_Gatherv",    "MPI_Scatter",  "MPI_Scatterv",
+    "MPI_Allgather", "MPI_Allgatherv", "MPI_Alltoall", "MPI_Alltoallv"};
 
 /* ---- the gather family: a slot is p send blocks of m bytes, then p receive blocks
  * at nc_bench_recv_offset(p m); byte i of the block rank s sends to rank d (d: 0 when
  * every receiver gets the same block) in slot k is xg_byte(k, s, d, i) */
 static inline unsigned char xg_byte(long k, int s, int d, size_t i)
 {
-    return (unsigned char)(i * 13 + (i >> 8) * 7 + (size_t)s * 37 + (size_t)d * 101 + (size_t)k * 5 + 1);
+    return (unsigned char)(i * 13 + (i >> 8) * 7 + (size_t)s * 37 + (size_t)d * 101 +
+                           (size_t)k * 5 + 1);
 }
 
 static int xg_per_dest(enum nc_bench_coll c)

@@ -981,7 +981,8 @@ void nc_bench_print_plan(FILE *out, const struct nc_bench_opts *o, int p, size_t
             fprintf(out, "    %10s %10s %8s %10s\n", "bytes", "iter_cap", "buffers", "stride");
         for (int s = 0; s < ns; s++) {
             size_t stride, nbuf;
-            nc_bench_pool_geometry(o, pool_min, nc_bench_slot_bytes(o->coll[c], sizes[s], p > 0 ? p : 2),
+            nc_bench_pool_geometry(o, pool_min,
+                                   nc_bench_slot_bytes(o->coll[c], sizes[s], p > 0 ? p : 2),
                                    &stride,
                                    &nbuf);
             if (red)

@@ -47,8 +47,9 @@ void nc_info_print_tune(FILE *out, int p);
 
 /* Where members land when bound one per core in order (core i mod cores). */
 int nc_info_simulated_numa(const nc_info_machine_t *m, int p, int *numa, char (*cpus)[64]);
-/* One line: the reductions' order for members grouped by leaders[]. */
-void nc_info_print_reduce_plan(FILE *out, int p, const int *leaders);
+/* What the collectives do for members grouped by leaders[]: the reductions' order
+ * (one line) and the gather family's transport (one line). */
+void nc_info_print_coll_plans(FILE *out, int p, const int *leaders);
 
 /* One row of figure 1: a block, where it should be and where it is. */
 typedef struct nc_info_block {

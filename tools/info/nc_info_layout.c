@@ -298,7 +298,7 @@ int nc_info_layout_live(FILE *out, const nc_info_machine_t *m, int p)
     if (lead) {
         for (int i = 0; i < p; i++)
             lead[i] = sh->m[i].leader;
-        nc_info_print_reduce_plan(out, p, lead);
+        nc_info_print_coll_plans(out, p, lead);
         free(lead);
     }
     fprintf(out, "\n");
@@ -330,7 +330,7 @@ int nc_info_layout_live(FILE *out, const nc_info_machine_t *m, int p)
     return 0;
 }
 
-void nc_info_print_reduce_plan(FILE *out, int p, const int *leaders)
+void nc_info_print_coll_plans(FILE *out, int p, const int *leaders)
 {
     char numa[16] = "1", order[512];
     numacoll_param_get("NUMACOLL_REDUCE_NUMA", numa, sizeof numa, NULL);
@@ -348,4 +348,15 @@ void nc_info_print_reduce_plan(FILE *out, int p, const int *leaders)
                 : pl.D == 1        ? "one NUMA group"
                                    : "one member per NUMA group");
     nc_red_plan_free(&pl);
+    /* the gather family (coll/nc_gather.c) */
+    char f[32] = "?", s[32] = "?", in[32] = "?";
+    numacoll_param_get("NUMACOLL_GATHER_FRAG_SIZE", f, sizeof f, NULL);
+    numacoll_param_get("NUMACOLL_GATHER_SLOTS", s, sizeof s, NULL);
+    numacoll_param_get("NUMACOLL_GATHER_INLINE_MAX", in, sizeof in, NULL);
+    fprintf(out, "gather family (gather, scatter, allgather, alltoall and v-forms): every block "
+                 "written once into its sender's slots and read once by each receiver; blocks "
+                 "up to %s bytes inline, larger ones in fragments of min(%s, block / %s) bytes "
+                 "through %s slots; one level (no NUMA grouping); across nodes: the MPI "
+                 "library\n",
+            in, f, s, s);
 }
