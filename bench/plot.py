@@ -56,7 +56,8 @@ def need_matplotlib():
 HEADER = ["collective", "impl", "p", "bytes", "iterations", "t_min_us", "t_avg_us", "t_max_us"]
 ZERO_X = 0.5  # where size 0 sits on a log axis
 LIMITS = ("memcpy", "reduce-kernel", "flag")  # the in-run references, not implementations
-SIZED = ("bcast", "reduce", "allreduce")      # collectives measured over message sizes
+SIZED = ("bcast", "reduce", "allreduce", "gather", "gatherv", "scatter", "scatterv", "allgather",
+         "allgatherv", "alltoall", "alltoallv")  # collectives measured over message sizes
 
 
 def load(path, stat):

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # make bench: numacoll's broadcast (1 B .. 16 MiB, and 0) and barrier, then its reduce
 # and allreduce (MPI_SUM of doubles, 0 and 8 B .. 16 MiB in steps of 8x, at most 1000
-# calls per size), against the MPI library's own, on this machine, with p = number of
+# calls per size), then gather, allgather and alltoall (blocks of 8 B, 4 KiB, 64 KiB,
+# 1 MiB), against the MPI library's own, on this machine, with p = number of
 # cores and p = 4 (oversubscribed when the machine has fewer cores), for Open MPI and
 # for MPICH when it is built.
 # Prints each table and a summary; writes bench/results/<mpi>-p<p>.{txt,csv,png} (bcast,
-# barrier), <mpi>-p<p>-reduce.{txt,csv,png} (reduce, allreduce) and
+# barrier), <mpi>-p<p>-reduce.{txt,csv,png} (reduce, allreduce),
+# <mpi>-p<p>-gather.{txt,csv,png} (gather, allgather, alltoall) and
 # bench/results/summary.txt. See bench/README.md.
 #
 # Environment:
@@ -19,6 +21,8 @@
 #   NUMACOLL_BENCH_REDUCE_SIZES  sizes of reduce and allreduce
 #                             (default 0,8,64,512,4K,32K,256K,1M,4M,16M; "": no reductions)
 #   NUMACOLL_BENCH_REDUCE_OPTS   their operation and type (default "--op sum --type double")
+#   NUMACOLL_BENCH_GATHER_SIZES  block sizes of gather, allgather, alltoall
+#                             (default 8,4K,64K,1M; "": not measured)
 # Extra arguments go to every numacoll-bench run (e.g. --impl native,numacoll,flat=numacoll:tree=flat).
 set -euo pipefail
 
@@ -32,6 +36,7 @@ nps=${NUMACOLL_BENCH_NPS:-$(printf '%s\n' "$cores" 4 | sort -nu | tr '\n' ' ')}
 mpis=${NUMACOLL_BENCH_MPIS:-openmpi mpich}
 red_sizes=${NUMACOLL_BENCH_REDUCE_SIZES-0,8,64,512,4K,32K,256K,1M,4M,16M}
 read -r -a red_opts <<< "${NUMACOLL_BENCH_REDUCE_OPTS:---op sum --type double}"
+xg_sizes=${NUMACOLL_BENCH_GATHER_SIZES-8,4K,64K,1M}
 # Debian's python3-matplotlib belongs to /usr/bin/python3 (not to a pyenv/venv python3)
 py=/usr/bin/python3
 [ -x "$py" ] || py=python3
@@ -67,10 +72,14 @@ for mpi in $mpis; do
             flags=(-n "$np")
             [ "$np" -le "$cores" ] && flags+=(-bind-to core)
         fi
-        for part in bcast reduce; do
+        for part in bcast reduce gather; do
             if [ "$part" = bcast ]; then
                 name=$mpi-p$np
                 what=(-c bcast,barrier -m 0:24 --iter 5000,250)
+            elif [ "$part" = gather ]; then
+                [ -n "$xg_sizes" ] || continue
+                name=$mpi-p$np-gather
+                what=(-c gather,allgather,alltoall -m "$xg_sizes" --iter 1000,100)
             else
                 [ -n "$red_sizes" ] || continue
                 name=$mpi-p$np-reduce
