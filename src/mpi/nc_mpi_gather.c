@@ -5,8 +5,10 @@
  * on a communicator whose ranks share one node. Every call takes one path:
  *
  *   1. the communicator's state for this collective (nc_mpi_comm_get: the
- *      same answer on every rank); none, or several nodes: the MPI library
- *      (PMPI), counted in NUMACOLL_STATS; one rank: 2, a copy, 4;
+ *      same answer on every rank); none, or scatter(v) and alltoall(v) on
+ *      several nodes: the MPI library (PMPI), counted in NUMACOLL_STATS; one
+ *      rank: 2, a copy, 4; gather(v) and allgather(v) on several nodes: 2,
+ *      the hierarchical steps below, 4;
  *   2. each side (what this rank sends, what it receives) as byte blocks:
  *      block k of a typed buffer is (buf + displ_k * extent, count_k
  *      elements); when the datatype is dense (no holes, elements back to
@@ -221,6 +223,244 @@ static void side_unpack(side_t *s, MPI_Comm comm, int skip)
     }
 }
 
+/* ---- several nodes: gather(v) and allgather(v) ------------------------------------------ */
+/*
+ * Node n's members in node order (lrank), every node's blocks packed in that
+ * order, the nodes in node order ("the node-packed layout"):
+ *   allgather(v): 1. each node gathers its members' blocks to its leader (the
+ *      core's gatherv), straight into the node's place in the node-packed
+ *      buffer; 2. the leaders PMPI_Allgatherv the nodes' parts; 3. each
+ *      leader broadcasts the whole buffer to its node (numacoll_bcast);
+ *      4. every rank copies the blocks to their places;
+ *   gather(v): 1. each node gathers its members' sizes (gatherv: only the
+ *      root knows them all) and blocks to its leader; 2. the leaders
+ *      PMPI_Gather the nodes' byte counts and PMPI_Gatherv the nodes' parts
+ *      to the leader of the root's node; 3. that leader sends the buffer to
+ *      the root when it is not the root (PMPI_Send on the node's
+ *      communicator); 4. the root copies the blocks to their places.
+ * Scatter(v) and alltoall(v) across nodes go to the MPI library.
+ */
+typedef struct nodes {
+    int N;
+    int *first; /* N + 1: node n's members are at[first[n] .. first[n + 1]) */
+    int *at;    /* comm ranks, node by node, in node order */
+} nodes_t;
+
+static int nodes_init(nodes_t *nd, const nc_mpi_comm_t *c)
+{
+    const int p = c->size, N = c->nnodes;
+    nd->N = N;
+    nd->first = calloc((size_t)N + 1, sizeof(int));
+    nd->at = malloc(sizeof(int) * (size_t)p);
+    if (!nd->first || !nd->at)
+        return NUMACOLL_ERR_NOMEM;
+    for (int r = 0; r < p; r++)
+        nd->first[c->node_of[r] + 1]++;
+    for (int n = 0; n < N; n++)
+        nd->first[n + 1] += nd->first[n];
+    for (int r = 0; r < p; r++)
+        nd->at[nd->first[c->node_of[r]] + c->lrank_of[r]] = r;
+    return 0;
+}
+
+static void nodes_fini(nodes_t *nd)
+{
+    free(nd->first);
+    free(nd->at);
+}
+
+/* The leaders' counts and displacements of the node parts as ints (MPI's
+ * counts); NUMACOLL_ERR_INVAL past INT_MAX bytes. */
+static int node_counts(const nodes_t *nd, const size_t *ntot, int *cnt, int *dsp)
+{
+    size_t at = 0;
+    for (int n = 0; n < nd->N; n++) {
+        if (ntot[n] > INT_MAX || at > INT_MAX)
+            return NUMACOLL_ERR_INVAL;
+        cnt[n] = (int)ntot[n];
+        dsp[n] = (int)at;
+        at += ntot[n];
+    }
+    return 0;
+}
+
+/* Step 1 on my node: members' blocks (sizes sz[], node order) to the leader's
+ * buf. A node of one rank copies. */
+static int node_gather(const nc_mpi_comm_t *c, const nodes_t *nd, const void *mine,
+                       size_t mybytes, const size_t *sz, char *buf)
+{
+    const int n = c->node_of[c->rank], nn = nd->first[n + 1] - nd->first[n];
+    if (!c->team) {
+        if (mybytes != sz[0])
+            return NUMACOLL_ERR_TRUNCATE;
+        if (mybytes)
+            memcpy(buf, mine, mybytes);
+        return 0;
+    }
+    size_t *dsp = malloc(sizeof(size_t) * (size_t)nn);
+    if (!dsp)
+        return NUMACOLL_ERR_NOMEM;
+    for (int l = 0, at = 0; l < nn; l++) {
+        dsp[l] = (size_t)at;
+        at += (int)sz[l];
+    }
+    static const char none; /* a send buffer of no bytes (NULL would mean in place) */
+    int rc = numacoll_gatherv(c->team, mine ? mine : &none, mybytes, buf, sz, dsp, 0);
+    free(dsp);
+    return rc;
+}
+
+static int hier_allgather(nc_mpi_comm_t *c, const void *mine, size_t mybytes, side_t *R,
+                          int ip)
+{
+    const int p = c->size, me = c->rank, n = c->node_of[me];
+    const int leader = c->leaders != MPI_COMM_NULL;
+    nodes_t nd;
+    int rc = nodes_init(&nd, c), rc2;
+    size_t *ntot = calloc((size_t)nd.N, sizeof(size_t)), *sz = malloc(sizeof(size_t) * (size_t)p);
+    int *ncnt = malloc(sizeof(int) * (size_t)nd.N), *ndsp = malloc(sizeof(int) * (size_t)nd.N);
+    char *all = NULL;
+    if (!rc && (!ntot || !sz || !ncnt || !ndsp))
+        rc = NUMACOLL_ERR_NOMEM;
+    size_t T = 0;
+    if (!rc) {
+        for (int i = 0; i < p; i++) {
+            sz[i] = R->cnt[nd.at[i]]; /* node-packed order */
+            ntot[c->node_of[nd.at[i]]] += sz[i];
+            T += sz[i];
+        }
+        rc = node_counts(&nd, ntot, ncnt, ndsp);
+        if (!rc && !(all = malloc(T ? T : 1)))
+            rc = NUMACOLL_ERR_NOMEM;
+    }
+    if (rc) { /* the same on every rank (sizes and nodes are): nobody starts */
+        nodes_fini(&nd);
+        free(ntot), free(sz), free(ncnt), free(ndsp);
+        return rc;
+    }
+    /* 1. */
+    rc = node_gather(c, &nd, mine, mybytes, sz + nd.first[n], all + ndsp[n]);
+    /* 2. */
+    if (leader)
+        PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, ncnt, ndsp, MPI_BYTE,
+                        c->leaders);
+    /* 3. */
+    if (c->team && (rc2 = numacoll_bcast(c->team, all, T, 0)) && !rc)
+        rc = rc2;
+    /* 4. */
+    for (int i = 0, at = 0; i < p; i++) {
+        const int r = nd.at[i];
+        if (!(ip && r == me) && sz[i])
+            memcpy(R->base + R->dsp[r], all + at, sz[i]);
+        at += (int)sz[i];
+    }
+    nodes_fini(&nd);
+    free(ntot), free(sz), free(ncnt), free(ndsp), free(all);
+    return rc;
+}
+
+static int hier_gather(nc_mpi_comm_t *c, const xcall_t *x, const void *mine, size_t mybytes,
+                       side_t *R)
+{
+    const int p = c->size, me = c->rank, n = c->node_of[me], root = x->root;
+    const int root_node = c->node_of[root], leader = c->leaders != MPI_COMM_NULL;
+    const int lme = c->lrank_of[me];
+    nodes_t nd;
+    int rc = nodes_init(&nd, c), rc2;
+    if (rc)
+        PMPI_Abort(x->comm, MPI_ERR_NO_MEM); /* a local failure the others cannot see */
+    const int nn = nd.first[n + 1] - nd.first[n];
+    uint64_t my64 = mybytes, *sz64 = calloc((size_t)nn, sizeof(uint64_t));
+    size_t *sz = calloc((size_t)nn, sizeof(size_t));
+    if (!sz64 || !sz)
+        PMPI_Abort(x->comm, MPI_ERR_NO_MEM);
+    /* 1. the sizes (uniform gather: everyone's is mine), then the blocks */
+    if (x->coll == NC_MPI_GATHERV && c->team)
+        rc = numacoll_gather(c->team, &my64, sizeof my64, sz64, 0);
+    else
+        for (int l = 0; l < nn; l++)
+            sz64[l] = my64;
+    size_t ntot = 0;
+    for (int l = 0; l < nn; l++)
+        ntot += sz[l] = (size_t)sz64[l];
+    char *part = lme == 0 ? malloc(ntot ? ntot : 1) : NULL;
+    if (lme == 0 && !part)
+        PMPI_Abort(x->comm, MPI_ERR_NO_MEM);
+    if ((rc2 = node_gather(c, &nd, mine, mybytes, sz, part)) && !rc)
+        rc = rc2;
+    /* 2. */
+    char *all = NULL;
+    size_t T = 0;
+    if (leader) {
+        const int ln = n; /* my rank among the leaders is my node's index */
+        uint64_t nt = ntot, *nts = NULL;
+        int *ncnt = NULL, *ndsp = NULL;
+        if (ln == root_node) {
+            nts = malloc(sizeof(uint64_t) * (size_t)nd.N);
+            ncnt = malloc(sizeof(int) * (size_t)nd.N);
+            ndsp = malloc(sizeof(int) * (size_t)nd.N);
+            if (!nts || !ncnt || !ndsp)
+                PMPI_Abort(x->comm, MPI_ERR_NO_MEM);
+        }
+        PMPI_Gather(&nt, 1, MPI_UINT64_T, nts, 1, MPI_UINT64_T, root_node, c->leaders);
+        if (ln == root_node) {
+            size_t *st = malloc(sizeof(size_t) * (size_t)nd.N);
+            if (!st)
+                PMPI_Abort(x->comm, MPI_ERR_NO_MEM);
+            for (int k = 0; k < nd.N; k++)
+                T += st[k] = (size_t)nts[k];
+            if (node_counts(&nd, st, ncnt, ndsp)) {
+                nc_log_error("MPI_Gather across nodes: more than %d bytes per node", INT_MAX);
+                PMPI_Abort(x->comm, MPI_ERR_COUNT);
+            }
+            free(st);
+            if (!(all = malloc(T ? T : 1)))
+                PMPI_Abort(x->comm, MPI_ERR_NO_MEM);
+        }
+        PMPI_Gatherv(part, (int)ntot, MPI_BYTE, all, ncnt, ndsp, MPI_BYTE, root_node, c->leaders);
+        free(nts), free(ncnt), free(ndsp);
+    }
+    /* 3. */
+    if (n == root_node && lme != c->lrank_of[root]) {
+        if (leader) {
+            uint64_t t64 = T;
+            PMPI_Send(&t64, 1, MPI_UINT64_T, c->lrank_of[root], 0, c->node);
+            PMPI_Send(all, (int)T, MPI_BYTE, c->lrank_of[root], 0, c->node);
+        }
+    } else if (me == root && !leader) {
+        uint64_t t64 = 0;
+        PMPI_Recv(&t64, 1, MPI_UINT64_T, 0, 0, c->node, MPI_STATUS_IGNORE);
+        T = (size_t)t64;
+        if (!(all = malloc(T ? T : 1)))
+            PMPI_Abort(x->comm, MPI_ERR_NO_MEM);
+        PMPI_Recv(all, (int)T, MPI_BYTE, 0, 0, c->node, MPI_STATUS_IGNORE);
+    }
+    /* 4. */
+    if (me == root) {
+        size_t want = 0;
+        for (int r = 0; r < p; r++)
+            want += R->cnt[r];
+        if (want != T) {
+            nc_log_error("MPI_Gather across nodes: the root expects %zu bytes in all, the ranks "
+                         "sent %zu",
+                         want, T);
+            if (!rc)
+                rc = NUMACOLL_ERR_TRUNCATE;
+        } else {
+            for (int i = 0, at = 0; i < p; i++) {
+                const int r = nd.at[i];
+                if (r != me || x->sbuf != MPI_IN_PLACE)
+                    if (R->cnt[r])
+                        memcpy(R->base + R->dsp[r], all + at, R->cnt[r]);
+                at += (int)R->cnt[r];
+            }
+        }
+    }
+    nodes_fini(&nd);
+    free(sz64), free(sz), free(part), free(all);
+    return rc;
+}
+
 /* ---- 1.-4. ------------------------------------------------------------------------------ */
 
 static size_t bytes_of(int count, MPI_Datatype dt)
@@ -269,7 +509,10 @@ static int xg_mpi(xcall_t *x)
     }
     /* 1. */
     const int solo = !c && p == 1 && nc_mpi_solo(x->comm, coll);
-    if (!solo && (!c || c->nnodes > 1 || (!c->team && p > 1))) {
+    const int hier = c && c->nnodes > 1 &&
+                     (coll == NC_MPI_GATHER || coll == NC_MPI_GATHERV ||
+                      coll == NC_MPI_ALLGATHER || coll == NC_MPI_ALLGATHERV);
+    if (!solo && !hier && (!c || c->nnodes > 1 || (!c->team && p > 1))) {
         nc_mpi_count(coll, 0, sent_bytes(x, p, me));
         return pmpi(x);
     }
@@ -361,6 +604,11 @@ static int xg_mpi(xcall_t *x)
         if (n)
             memmove(to, S.base + S.dsp[0], n);
         rc = S.cnt[0] == R.cnt[0] ? 0 : NUMACOLL_ERR_TRUNCATE;
+    } else if (!rc && hier) {
+        rc = coll == NC_MPI_GATHER || coll == NC_MPI_GATHERV
+                 ? hier_gather(c, x, ip ? R.base + R.dsp[me] : sb, ip ? R.cnt[me] : S.cnt[0], &R)
+                 : hier_allgather(c, ip ? R.base + R.dsp[me] : sb, ip ? R.cnt[me] : S.cnt[0],
+                                  &R, ip);
     } else if (!rc && p > 1) {
         switch (coll) {
         case NC_MPI_GATHER:

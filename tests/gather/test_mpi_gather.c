@@ -16,7 +16,9 @@
  *  4. communicators: world, a dup, even/odd halves, reversed rank order,
  *     MPI_COMM_SELF; on one node (no virtual nodes) every call on a
  *     communicator of more than one rank must be numacoll's (NUMACOLL_STATS
- *     counters), with virtual nodes the MPI library takes them;
+ *     counters); with virtual nodes gather(v) and allgather(v) must be
+ *     numacoll's (hierarchical: node, leaders, node), scatter(v) and
+ *     alltoall(v) the MPI library's;
  *  5. mode mismatch: one rank passes one element more (errors return): with
  *     numacoll, MPI_ERR_TRUNCATE exactly on the ranks that receive a block
  *     of another size, success elsewhere, no hang; then a right call works.
@@ -210,8 +212,15 @@ static int run_call(MPI_Comm comm, const call_t *c, int check_nc)
     default: rc = MPI_Alltoallv(sb, sce, sd, S.dt, rb, rce, rd, R.dt, comm); break;
     }
     const int took = nc_calls() > before;
-    if (check_nc && p > 1 && !took)
+    /* check_nc 1: one node, every call numacoll's; 2: virtual nodes, gather(v) and
+     * allgather(v) numacoll's (hierarchical), scatter(v) and alltoall(v) the MPI
+     * library's */
+    const int hier = coll == GATHER || coll == GATHERV || coll == ALLGATHER || coll == ALLGATHERV;
+    if (check_nc == 1 && p > 1 && !took)
         FAIL("%s p=%d: not numacoll's on one node", names[coll], p);
+    if (check_nc == 2 && p > 1 && took != hier)
+        FAIL("%s p=%d, virtual nodes: %s", names[coll], p,
+             hier ? "not numacoll's (hierarchical)" : "numacoll's, expected the MPI library's");
     /* The expected return: with numacoll, TRUNCATE where a block differs. */
     int want = MPI_SUCCESS;
     if (c->bad >= 0 && took) {
@@ -323,6 +332,7 @@ int main(int argc, char **argv)
     const char *vn = getenv("NUMACOLL_TEST_VIRTUAL_NODES");
     const char *dis = getenv("NUMACOLL_DISABLE");
     const int one_node = (!vn || atoi(vn) <= 1) && !(dis && atoi(dis));
+    const int check = one_node ? 1 : (vn && atoi(vn) > 1 && !(dis && atoi(dis))) ? 2 : 0;
     uint64_t id = 0;
     if (!strcmp(mode, "mismatch")) {
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -337,14 +347,14 @@ int main(int argc, char **argv)
             printf("mismatch (p=%d): %s\n", p, failures ? "FAIL" : "ok");
     } else {
         const int full = !strcmp(mode, "full");
-        suite(MPI_COMM_WORLD, "world", full, one_node, &id);
+        suite(MPI_COMM_WORLD, "world", full, check, &id);
         MPI_Comm dup, half, rev;
         MPI_Comm_dup(MPI_COMM_WORLD, &dup);
-        suite(dup, "dup", 0, one_node, &id);
+        suite(dup, "dup", 0, check, &id);
         MPI_Comm_split(MPI_COMM_WORLD, g_rank % 2, g_rank, &half);
-        suite(half, "half", 0, one_node, &id);
+        suite(half, "half", 0, check, &id);
         MPI_Comm_split(MPI_COMM_WORLD, 0, p - g_rank, &rev);
-        suite(rev, "reversed", 0, one_node, &id);
+        suite(rev, "reversed", 0, check, &id);
         suite(MPI_COMM_SELF, "self", 0, 0, &id);
         MPI_Comm_free(&dup);
         MPI_Comm_free(&half);
