@@ -24,7 +24,7 @@
  *                                 bytes of the block inline
  *   boxes + k*F', k < S           slot k: F bytes of data       i / the fragment's readers
  *
- *   L = roundup(24 + I, 64); boxes = 2*page + roundup(E*p*L, page);
+ *   L = roundup(32 + I, 64); boxes = 2*page + roundup(E*p*L, page);
  *   F' = roundup(F, page); member area = boxes + S*F'.
  *
  * A call (the call counter t->gather_call is the same on every member)
@@ -74,9 +74,11 @@
  * its readers (3r); con (3r, a reader's release) / the writer reusing the
  * slot (3w); out (4) / a sender reusing its box (1).
  *
- * Nothing is ever reset: positions and con count up in 64 bits; a box's seq
- * holds the call it was written for (a stale one is c - E or older, never c);
- * out is compared with wrap-safe differences. A sender is at most E - 1
+ * Nothing is ever reset: positions, con and an entry's seq (the call counted
+ * in 64 bits) count up and never wrap, so a stale entry (c - E or older) is
+ * never taken for call c; out is 32 bits, compared with wrap-safe
+ * differences, and the cached lowest out of step 1 is read again once it is
+ * 2^30 calls old (a member that sends rarely, such as a gather's root). A sender is at most E - 1
  * calls ahead of the slowest member (step 1), so an entry is never rewritten
  * before its reader took it; a slot is never rewritten before every reader of
  * its fragment counted itself in con.
@@ -97,18 +99,19 @@
 #include "core/nc_team.h"
 
 #define XG_BOXES 4
-#define XG_ENT_HDR 24 /* bytes of an entry before its inline data */
+#define XG_ENT_HDR 32 /* bytes of an entry before its inline data */
 
 enum { XG_GATHER = 1, XG_SCATTER, XG_ALLGATHER, XG_ALLTOALL };
 
 typedef struct xg_ent {
-    _Atomic uint32_t seq; /* the call whose entry this is, published last */
+    _Atomic uint64_t seq; /* the call (64-bit count) whose entry this is, published last */
     uint32_t code;        /* kind | (root + 1) << 4, published by seq */
+    uint32_t pad;
     uint64_t start;       /* first position of the stream (no positions when inline) */
     uint64_t bytes;       /* the stream's bytes */
     /* then up to I bytes inline */
 } xg_ent_t;
-NC_STATIC_ASSERT(sizeof(xg_ent_t) == XG_ENT_HDR, "an entry's header is 24 bytes");
+NC_STATIC_ASSERT(sizeof(xg_ent_t) == XG_ENT_HDR, "an entry's header is 32 bytes");
 
 typedef struct xg_line {
     _Atomic uint64_t v;
@@ -141,7 +144,10 @@ typedef struct xg_wr {
 typedef struct xg_state {
     int S;
     size_t F, I, L, stride, boxes_off, page;
-    uint32_t outs_low;   /* lowest out of the others, as last read (step 1) */
+    uint32_t outs_low;   /* lowest out of the others, as last read (step 1) ... */
+    uint32_t outs_at;    /* ... at this call: an older cache (2^30 calls) is read again */
+    uint64_t call64;     /* the call counter in 64 bits (entries' seq), the same on every
+                            member */
     uint64_t pos;        /* my next position */
     uint64_t *need;      /* need[k]: con[k] once every read of slot k's fragment is counted */
     char **area;         /* area[k]: member k's area */
@@ -212,7 +218,7 @@ static inline _Atomic uint64_t *con_of(const xg_state_t *st, int k, int slot)
 {
     return &((xg_line_t *)(st->area[k] + st->page))[st->S + slot].v;
 }
-static inline xg_ent_t *ent_of(const xg_state_t *st, int p, int k, uint32_t call, int d)
+static inline xg_ent_t *ent_of(const xg_state_t *st, int p, int k, uint64_t call, int d)
 {
     return (xg_ent_t *)(st->area[k] + 2 * st->page +
                         ((size_t)(call % XG_BOXES) * (size_t)p + (size_t)d) * st->L);
@@ -267,6 +273,7 @@ int nc_gather_init(struct numacoll_team *t)
      * call. */
     const uint32_t before = t->gather_call - 1u;
     const int me = t->rank;
+    st->call64 = t->gather_call;
     atomic_store_explicit(out_of(st, me), before, memory_order_relaxed);
     for (int k = 0; k < st->S; k++) {
         atomic_store_explicit(sseq_of(st, me, k), 0, memory_order_relaxed);
@@ -274,9 +281,9 @@ int nc_gather_init(struct numacoll_team *t)
     }
     for (int b = 0; b < XG_BOXES; b++)
         for (int d = 0; d < p; d++)
-            atomic_store_explicit(&ent_of(st, p, me, (uint32_t)b, d)->seq, before,
+            atomic_store_explicit(&ent_of(st, p, me, (uint32_t)b, d)->seq, st->call64 - 1u,
                                   memory_order_relaxed);
-    st->outs_low = before;
+    st->outs_low = st->outs_at = before;
     return 0;
 }
 
@@ -286,7 +293,9 @@ static int wait_boxes_free(numacoll_team_t *t, xg_state_t *st, uint32_t c)
     const uint32_t need = c - (uint32_t)XG_BOXES;
     nc_backoff_t b;
     int rc;
-    if ((int32_t)(st->outs_low - need) >= 0)
+    /* The cache answers only if it is recent: a member that has not sent for
+     * 2^30 calls (a gather's root) would otherwise compare across the wrap. */
+    if (c - st->outs_at < (1u << 30) && (int32_t)(st->outs_low - need) >= 0)
         return 0;
     nc_backoff_init(&b, &t->wait);
     for (;;) {
@@ -301,6 +310,7 @@ static int wait_boxes_free(numacoll_team_t *t, xg_state_t *st, uint32_t c)
                 low = o;
         }
         st->outs_low = low;
+        st->outs_at = c;
         if ((int32_t)(low - need) >= 0)
             return 0;
         if ((rc = nc_backoff(&b)) < 0)
@@ -324,7 +334,7 @@ static inline uint64_t frags(const xg_state_t *st, size_t n)
 }
 
 /* Step 2 for one stream: the entry of reader d. */
-static void post_entry(const xg_state_t *st, int p, int me, uint32_t c, uint32_t code, int d,
+static void post_entry(const xg_state_t *st, int p, int me, uint64_t c, uint32_t code, int d,
                        const xg_wr_t *w)
 {
     xg_ent_t *e = ent_of(st, p, me, c, d);
@@ -339,7 +349,7 @@ static void post_entry(const xg_state_t *st, int p, int me, uint32_t c, uint32_t
 }
 
 /* Step 3r on stream r: 1 if it moved. */
-static int read_step(numacoll_team_t *t, xg_state_t *st, xg_rd_t *r, uint32_t c, uint32_t code,
+static int read_step(numacoll_team_t *t, xg_state_t *st, xg_rd_t *r, uint64_t c, uint32_t code,
                      int *err)
 {
     const int p = t->p;
@@ -410,6 +420,7 @@ static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
     xg_state_t *st = t->gather_state;
     const int p = t->p, me = t->rank, kind = cl->kind, root = cl->root;
     const uint32_t c = t->gather_call++;
+    const uint64_t c64 = st->call64++;
     const uint32_t code = (uint32_t)kind | (uint32_t)(root + 1) << 4;
     int nw = 0, nr = 0, readers = 1, rc = 0, err = 0;
 
@@ -449,12 +460,12 @@ static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
             w->start = st->pos;
             w->end = st->pos += frags(st, w->from.n);
             if (w->dst >= 0) {
-                post_entry(st, p, me, c, code, w->dst, w);
+                post_entry(st, p, me, c64, code, w->dst, w);
                 continue;
             }
             for (int d = 0; d < p; d++)
                 if (d != me)
-                    post_entry(st, p, me, c, code, d, w);
+                    post_entry(st, p, me, c64, code, d, w);
         }
     }
 
@@ -506,7 +517,7 @@ static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
         int open = 0;
         for (int i = ri; i < nr; i++) {
             xg_rd_t *r = &st->rd[i];
-            while (r->state != 2 && read_step(t, st, r, c, code, &err))
+            while (r->state != 2 && read_step(t, st, r, c64, code, &err))
                 moved = 1;
             if (r->state != 2)
                 open = 1;
@@ -531,31 +542,27 @@ static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
 
 /* ---- entry points -------------------------------------------------------------------- */
 
-static int enter(numacoll_team_t *t, int root)
+static int run(numacoll_team_t *t, xg_call_t *cl)
 {
-    if (!t || root >= t->p)
+    if (!t || cl->root >= t->p)
         return NUMACOLL_ERR_INVAL;
     if (t->broken)
         return NUMACOLL_ERR_BROKEN;
-    /* Broadcasts this member deferred first (see numacoll_barrier()). */
-    int frc = t->ring_pending ? nc_bcast_flush(t) : 0;
-    return frc == NUMACOLL_ERR_TRUNCATE ? 0 : frc;
-}
-
-static int run(numacoll_team_t *t, xg_call_t *cl)
-{
-    int rc = enter(t, cl->root);
-    if (rc)
-        return rc;
-    if (t->p == 1 && !cl->in_place) {
+    if (t->p == 1) {
         const xg_blk_t from = send_blk(cl, 0), to = recv_blk(cl, 0);
+        if (cl->in_place)
+            return 0;
         if (from.n && from.p != to.p)
             memmove(to.p, from.p, from.n < to.n ? from.n : to.n);
         return from.n == to.n ? 0 : NUMACOLL_ERR_TRUNCATE;
     }
-    if (t->p == 1)
-        return 0;
-    return xg_run(t, cl);
+    /* Broadcasts this member deferred first (see numacoll_barrier()); a size
+     * mismatch there is reported after this call, as the reductions do. */
+    int frc = t->ring_pending ? nc_bcast_flush(t) : 0;
+    if (frc && frc != NUMACOLL_ERR_TRUNCATE)
+        return frc;
+    int rc = xg_run(t, cl);
+    return rc ? rc : frc;
 }
 
 static inline int in_place(const void *buf)

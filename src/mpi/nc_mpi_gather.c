@@ -21,7 +21,8 @@
  *   4. unpack the received blocks that went through scratch memory.
  * Sizes are compared in bytes: a rank whose receive count for a block
  * differs from the sender's gets MPI_ERR_TRUNCATE through the communicator's
- * error handler (the others complete), never a hang. Type signatures beyond
+ * error handler (the others complete), never a hang (across nodes: the root
+ * of a gather compares the total only). Type signatures beyond
  * the byte count are not compared (the MPI libraries do not either).
  * MPI_Alltoallw and intercommunicators are not wrapped: the MPI library.
  */
@@ -197,11 +198,17 @@ static int side_init(side_t *s, MPI_Comm comm, int n, const void *buf, MPI_Datat
     if (!(s->scratch = malloc(total ? total : 1)))
         return NUMACOLL_ERR_NOMEM;
     s->base = s->scratch;
+    for (int k = 0; k < n; k++)
+        if (s->cnt[k] > INT_MAX) {
+            /* MPI_Pack's int sizes: one rank alone cannot go elsewhere now */
+            nc_log_error("a block of %zu bytes of a non-contiguous datatype: more than the %d "
+                         "MPI_Pack takes",
+                         s->cnt[k], INT_MAX);
+            PMPI_Abort(comm, MPI_ERR_COUNT);
+        }
     for (int k = 0; k < n; k++) {
         if (!s->cnt[k] || (!pack && k != pre))
             continue;
-        if (s->cnt[k] > INT_MAX)
-            return NUMACOLL_ERR_INVAL;
         int pos = 0;
         PMPI_Pack(blk_addr(s, k), blk_count(s, k), s->dt, s->scratch + s->dsp[k], (int)s->cnt[k],
                   &pos, comm);
@@ -300,12 +307,13 @@ static int node_gather(const nc_mpi_comm_t *c, const nodes_t *nd, const void *mi
     size_t *dsp = malloc(sizeof(size_t) * (size_t)nn);
     if (!dsp)
         return NUMACOLL_ERR_NOMEM;
-    for (int l = 0, at = 0; l < nn; l++) {
-        dsp[l] = (size_t)at;
-        at += (int)sz[l];
+    size_t at = 0;
+    for (int l = 0; l < nn; l++) {
+        dsp[l] = at;
+        at += sz[l];
     }
-    static const char none; /* a send buffer of no bytes (NULL would mean in place) */
-    int rc = numacoll_gatherv(c->team, mine ? mine : &none, mybytes, buf, sz, dsp, 0);
+    static const char nothing[1]; /* a send buffer of no bytes (NULL would mean in place) */
+    int rc = numacoll_gatherv(c->team, mine ? mine : nothing, mybytes, buf, sz, dsp, 0);
     free(dsp);
     return rc;
 }
@@ -333,9 +341,14 @@ static int hier_allgather(nc_mpi_comm_t *c, const void *mine, size_t mybytes, si
         if (!rc && !(all = malloc(T ? T : 1)))
             rc = NUMACOLL_ERR_NOMEM;
     }
-    if (rc) { /* the same on every rank (sizes and nodes are): nobody starts */
+    if (rc == NUMACOLL_ERR_NOMEM) { /* a local failure the others cannot see */
+        nc_log_error("MPI_Allgather across nodes: out of memory");
+        PMPI_Abort(c->comm, MPI_ERR_NO_MEM);
+    }
+    if (rc) { /* more than INT_MAX bytes of a node: the same on every rank (sizes and
+                 nodes are), nobody starts */
         nodes_fini(&nd);
-        free(ntot), free(sz), free(ncnt), free(ndsp);
+        free(ntot), free(sz), free(ncnt), free(ndsp), free(all);
         return rc;
     }
     /* 1. */
@@ -348,11 +361,12 @@ static int hier_allgather(nc_mpi_comm_t *c, const void *mine, size_t mybytes, si
     if (c->team && (rc2 = numacoll_bcast(c->team, all, T, 0)) && !rc)
         rc = rc2;
     /* 4. */
-    for (int i = 0, at = 0; i < p; i++) {
+    size_t at = 0;
+    for (int i = 0; i < p; i++) {
         const int r = nd.at[i];
         if (!(ip && r == me) && sz[i])
             memcpy(R->base + R->dsp[r], all + at, sz[i]);
-        at += (int)sz[i];
+        at += sz[i];
     }
     nodes_fini(&nd);
     free(ntot), free(sz), free(ncnt), free(ndsp), free(all);
@@ -383,6 +397,12 @@ static int hier_gather(nc_mpi_comm_t *c, const xcall_t *x, const void *mine, siz
     size_t ntot = 0;
     for (int l = 0; l < nn; l++)
         ntot += sz[l] = (size_t)sz64[l];
+    if (lme == 0 && ntot > INT_MAX) {
+        nc_log_error("MPI_Gather across nodes: %zu bytes from one node, more than the %d "
+                     "an MPI count holds",
+                     ntot, INT_MAX);
+        PMPI_Abort(x->comm, MPI_ERR_COUNT);
+    }
     char *part = lme == 0 ? malloc(ntot ? ntot : 1) : NULL;
     if (lme == 0 && !part)
         PMPI_Abort(x->comm, MPI_ERR_NO_MEM);
@@ -409,7 +429,7 @@ static int hier_gather(nc_mpi_comm_t *c, const xcall_t *x, const void *mine, siz
                 PMPI_Abort(x->comm, MPI_ERR_NO_MEM);
             for (int k = 0; k < nd.N; k++)
                 T += st[k] = (size_t)nts[k];
-            if (node_counts(&nd, st, ncnt, ndsp)) {
+            if (T > INT_MAX || node_counts(&nd, st, ncnt, ndsp)) {
                 nc_log_error("MPI_Gather across nodes: more than %d bytes per node", INT_MAX);
                 PMPI_Abort(x->comm, MPI_ERR_COUNT);
             }
@@ -447,12 +467,13 @@ static int hier_gather(nc_mpi_comm_t *c, const xcall_t *x, const void *mine, siz
             if (!rc)
                 rc = NUMACOLL_ERR_TRUNCATE;
         } else {
-            for (int i = 0, at = 0; i < p; i++) {
+            size_t at = 0;
+            for (int i = 0; i < p; i++) {
                 const int r = nd.at[i];
                 if (r != me || x->sbuf != MPI_IN_PLACE)
                     if (R->cnt[r])
                         memcpy(R->base + R->dsp[r], all + at, R->cnt[r]);
-                at += (int)R->cnt[r];
+                at += R->cnt[r];
             }
         }
     }
@@ -534,8 +555,10 @@ static int xg_mpi(xcall_t *x)
     const int recvs_p = !scat && is_root;            /* p receive blocks */
     const int sends_1 = !sends_p && !scat && !ip; /* one send block */
     const int recvs_1 = scat && !ip;              /* one receive block */
-    if ((sends_1 && x->scount < 0) || (recvs_1 && x->rcount < 0) ||
-        ((sends_p || recvs_p) && !v && (x->scount < 0 || x->rcount < 0)))
+    const int sends_used = sends_1 || (sends_p && !(a2a && ip)); /* scount, stype count */
+    const int recvs_used = recvs_1 || recvs_p;                    /* rcount, rtype count */
+    if ((sends_used && !(sends_p && v) && x->scount < 0) ||
+        (recvs_used && !(recvs_p && v) && x->rcount < 0))
         return fail(x->comm, MPI_ERR_COUNT);
     if ((sends_1 && x->stype == MPI_DATATYPE_NULL) || (recvs_1 && x->rtype == MPI_DATATYPE_NULL))
         return fail(x->comm, MPI_ERR_TYPE);
@@ -550,8 +573,8 @@ static int xg_mpi(xcall_t *x)
     /* Nothing to move: with one count and type for every block (the uniform
      * forms), zero bytes here are zero bytes on every rank of a correct
      * program; the MPI libraries return at once too. */
-    if (!v && (!(sends_1 || (sends_p && !(a2a && ip))) || !bytes_of(x->scount, x->stype)) &&
-        (!(recvs_1 || recvs_p) || !bytes_of(x->rcount, x->rtype)))
+    if (!v && (!sends_used || !bytes_of(x->scount, x->stype)) &&
+        (!recvs_used || !bytes_of(x->rcount, x->rtype)))
         return MPI_SUCCESS;
 
     /* 2. */
@@ -596,7 +619,11 @@ static int xg_mpi(xcall_t *x)
 
     /* 3. */
     numacoll_team_t *t = c ? c->team : NULL;
-    const void *sb = S.base ? S.base + S.dsp[0] : NULL;
+    /* Not in place, a send buffer is never NULL for the core (NULL means in
+     * place there): MPI_BOTTOM or NULL with zero counts become `none`. */
+    static const char none[1];
+    char *const sbase = S.base ? S.base : (char *)none;
+    const void *sb = S.base ? S.base + S.dsp[0] : none;
     if (!rc && p == 1 && (!ip || a2a)) {
         /* one rank: the copy (MPICH 4.0's own Allgatherv misplaces it there) */
         char *to = R.base + R.dsp[0];
@@ -619,7 +646,7 @@ static int xg_mpi(xcall_t *x)
             break;
         case NC_MPI_SCATTER:
         case NC_MPI_SCATTERV:
-            rc = numacoll_scatterv(t, me == root ? S.base : NULL, me == root ? S.cnt : NULL,
+            rc = numacoll_scatterv(t, me == root ? sbase : NULL, me == root ? S.cnt : NULL,
                                    me == root ? S.dsp : NULL,
                                    ip ? (void *)NUMACOLL_IN_PLACE : R.base + R.dsp[0],
                                    ip ? 0 : R.cnt[0], root);
@@ -630,7 +657,7 @@ static int xg_mpi(xcall_t *x)
                                      R.cnt, R.dsp);
             break;
         default:
-            rc = numacoll_alltoallv(t, S.base, S.cnt, S.dsp, R.base, R.cnt, R.dsp);
+            rc = numacoll_alltoallv(t, sbase, S.cnt, S.dsp, R.base, R.cnt, R.dsp);
             break;
         }
     }

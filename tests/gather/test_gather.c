@@ -42,7 +42,7 @@ static const char *const names[NCOLL] = {"gather",    "gatherv",    "scatter",  
                                          "allgather", "allgatherv", "alltoall", "alltoallv"};
 static const int rooted[NCOLL] = {1, 1, 1, 1, 0, 0, 0, 0};
 
-static size_t g_I = 232, g_F = 32768;
+static size_t g_I = 224, g_F = 65536;
 
 static inline unsigned char val(uint64_t call, int s, int d, size_t i)
 {

@@ -286,8 +286,49 @@ out:
     return 0;
 }
 
+/* Arguments MPI allows that a layer could mistake: a NULL send buffer with zero
+ * send counts on a rank that receives (MPI_Alltoallv of a sparse exchange), and
+ * counts MPI ignores under MPI_IN_PLACE set to -1. */
+static void edge_cases(MPI_Comm comm)
+{
+    int p, me;
+    MPI_Comm_size(comm, &p);
+    MPI_Comm_rank(comm, &me);
+    int *sc = calloc((size_t)p, sizeof(int)), *sd = calloc((size_t)p, sizeof(int));
+    int *rc = calloc((size_t)p, sizeof(int)), *rd = calloc((size_t)p, sizeof(int));
+    int *rb = malloc(sizeof(int) * (size_t)(3 * p + 1)), sb[3] = {me, me + 100, me + 200};
+    for (int k = 0; k < p; k++) {
+        sc[k] = me != 0 && k == 0 ? 3 : 0;
+        rc[k] = me == 0 && k != 0 ? 3 : 0;
+        rd[k] = 3 * k;
+    }
+    for (int i = 0; i < 3 * p + 1; i++)
+        rb[i] = CANARY;
+    int e = MPI_Alltoallv(me == 0 ? NULL : sb, sc, sd, MPI_INT, rb, rc, rd, MPI_INT, comm);
+    if (e != MPI_SUCCESS)
+        FAIL("MPI_Alltoallv, rank 0 sending nothing from NULL: returned %d", e);
+    for (int k = 0; k < p; k++)
+        for (int j = 0; j < 3; j++) {
+            const int want = me == 0 && k != 0 ? k + 100 * j : CANARY;
+            if (rb[3 * k + j] != want)
+                FAIL("MPI_Alltoallv, rank 0 sending nothing from NULL: int %d is %d, want %d",
+                     3 * k + j, rb[3 * k + j], want);
+        }
+    /* in place, sendcount -1 and sendtype MPI_DATATYPE_NULL: ignored */
+    for (int k = 0; k < p; k++)
+        rb[k] = k == me ? 7 * me + 1 : CANARY;
+    e = MPI_Allgather(MPI_IN_PLACE, -1, MPI_DATATYPE_NULL, rb, 1, MPI_INT, comm);
+    if (e != MPI_SUCCESS)
+        FAIL("MPI_Allgather in place with sendcount -1: returned %d", e);
+    for (int k = 0; k < p; k++)
+        if (rb[k] != 7 * k + 1)
+            FAIL("MPI_Allgather in place: int %d is %d, want %d", k, rb[k], 7 * k + 1);
+    free(sc), free(sd), free(rc), free(rd), free(rb);
+}
+
 static void suite(MPI_Comm comm, const char *cname, int full, int check_nc, uint64_t *id)
 {
+    edge_cases(comm);
     int p;
     MPI_Comm_size(comm, &p);
     static const int quick_n[] = {0, 1, 7, 1000, 20000};
