@@ -5,10 +5,10 @@
  * on a communicator whose ranks share one node. Every call takes one path:
  *
  *   1. the communicator's state for this collective (nc_mpi_comm_get: the
- *      same answer on every rank); none, or scatter(v) and alltoall(v) on
- *      several nodes: the MPI library (PMPI), counted in NUMACOLL_STATS; one
- *      rank: 2, a copy, 4; gather(v) and allgather(v) on several nodes: 2,
- *      the hierarchical steps below, 4;
+ *      same answer on every rank); none, or alltoall(v) on several nodes: the
+ *      MPI library (PMPI), counted in NUMACOLL_STATS; one rank: 2, a copy, 4;
+ *      gather(v), scatter(v) and allgather(v) on several nodes: 2, the
+ *      hierarchical steps below, 4;
  *   2. each side (what this rank sends, what it receives) as byte blocks:
  *      block k of a typed buffer is (buf + displ_k * extent, count_k
  *      elements); when the datatype is dense (no holes, elements back to
@@ -245,7 +245,8 @@ static void side_unpack(side_t *s, MPI_Comm comm, int skip)
  *      to the leader of the root's node; 3. that leader sends the buffer to
  *      the root when it is not the root (PMPI_Send on the node's
  *      communicator); 4. the root copies the blocks to their places.
- * Scatter(v) and alltoall(v) across nodes go to the MPI library.
+ * Scatter(v): hier_scatter() below. Alltoall(v) across nodes goes to the MPI
+ * library.
  */
 typedef struct nodes {
     int N;
@@ -482,6 +483,114 @@ static int hier_gather(nc_mpi_comm_t *c, const xcall_t *x, const void *mine, siz
     return rc;
 }
 
+/* Scatter(v) across nodes, the mirror of hier_gather(): 1. each node gathers
+ * its members' receive sizes to its leader (scatterv: only the root knows
+ * them all); 2. the root packs the blocks in the node-packed layout and, when
+ * it is not its node's leader, sends the node totals and the buffer to that
+ * leader (PMPI_Send on the node's communicator); 3. the leaders
+ * PMPI_Scatterv the nodes' parts; 4. each leader scatters its part to its
+ * node with the shared-memory engine. */
+static int hier_scatter(nc_mpi_comm_t *c, const xcall_t *x, const side_t *S, void *mine,
+                        size_t mybytes)
+{
+    const int p = c->size, me = c->rank, n = c->node_of[me], root = x->root;
+    const int root_node = c->node_of[root], leader = c->leaders != MPI_COMM_NULL;
+    const int lme = c->lrank_of[me], N = c->nnodes;
+    nodes_t nd;
+    int rc = nodes_init(&nd, c), rc2;
+    const int nn = rc ? 0 : nd.first[n + 1] - nd.first[n];
+    uint64_t my64 = mybytes, *sz64 = calloc((size_t)nn + 1, sizeof(uint64_t));
+    size_t *sz = calloc((size_t)nn + 1, sizeof(size_t)), *dsp = calloc((size_t)nn + 1, sizeof(size_t));
+    uint64_t *nt = calloc((size_t)N + 1, sizeof(uint64_t)); /* T, then the N node totals */
+    if (rc || !sz64 || !sz || !dsp || !nt) {
+        nc_log_error("MPI_Scatter across nodes: out of memory");
+        PMPI_Abort(x->comm, MPI_ERR_NO_MEM);
+    }
+    /* 1. */
+    if (x->coll == NC_MPI_SCATTERV && c->team)
+        rc = numacoll_gather(c->team, &my64, sizeof my64, sz64, 0);
+    else
+        for (int l = 0; l < nn; l++)
+            sz64[l] = my64;
+    size_t ntot = 0;
+    for (int l = 0; l < nn; l++) {
+        dsp[l] = ntot;
+        ntot += sz[l] = (size_t)sz64[l];
+    }
+    /* 2. */
+    char *all = NULL;
+    if (me == root || (leader && n == root_node)) {
+        if (me == root) {
+            for (int i = 0; i < p; i++) {
+                const int r = nd.at[i];
+                nt[1 + c->node_of[r]] += S->cnt[r];
+                nt[0] += S->cnt[r];
+            }
+        } else {
+            PMPI_Recv(nt, N + 1, MPI_UINT64_T, c->lrank_of[root], 0, c->node, MPI_STATUS_IGNORE);
+        }
+        if (nt[0] > INT_MAX) {
+            nc_log_error("MPI_Scatter across nodes: %llu bytes, more than the %d an MPI count "
+                         "holds",
+                         (unsigned long long)nt[0], INT_MAX);
+            PMPI_Abort(x->comm, MPI_ERR_COUNT);
+        }
+        if (!(all = malloc(nt[0] ? nt[0] : 1)))
+            PMPI_Abort(x->comm, MPI_ERR_NO_MEM);
+        if (me == root) {
+            size_t at = 0;
+            for (int i = 0; i < p; i++) {
+                const int r = nd.at[i];
+                if (S->cnt[r])
+                    memcpy(all + at, S->base + S->dsp[r], S->cnt[r]);
+                at += S->cnt[r];
+            }
+            if (!leader) {
+                PMPI_Send(nt, N + 1, MPI_UINT64_T, 0, 0, c->node);
+                PMPI_Send(all, (int)nt[0], MPI_BYTE, 0, 0, c->node);
+            }
+        } else {
+            PMPI_Recv(all, (int)nt[0], MPI_BYTE, c->lrank_of[root], 0, c->node,
+                      MPI_STATUS_IGNORE);
+        }
+    }
+    /* 3. */
+    char *part = lme == 0 ? malloc(ntot ? ntot : 1) : NULL;
+    if (lme == 0 && (!part || ntot > INT_MAX))
+        PMPI_Abort(x->comm, part ? MPI_ERR_COUNT : MPI_ERR_NO_MEM);
+    if (leader) {
+        int *ncnt = NULL, *ndsp = NULL;
+        if (n == root_node) {
+            size_t *st = malloc(sizeof(size_t) * (size_t)N);
+            ncnt = malloc(sizeof(int) * (size_t)N);
+            ndsp = malloc(sizeof(int) * (size_t)N);
+            if (!st || !ncnt || !ndsp)
+                PMPI_Abort(x->comm, MPI_ERR_NO_MEM);
+            for (int k = 0; k < N; k++)
+                st[k] = (size_t)nt[1 + k];
+            node_counts(&nd, st, ncnt, ndsp); /* nt[0] <= INT_MAX: fits */
+            free(st);
+        }
+        PMPI_Scatterv(all, ncnt, ndsp, MPI_BYTE, part, (int)ntot, MPI_BYTE, root_node, c->leaders);
+        free(ncnt), free(ndsp);
+    }
+    /* 4. (the root in place takes its block aside) */
+    char *aside = NULL;
+    if (!mine && !(mine = aside = malloc(mybytes ? mybytes : 1)))
+        PMPI_Abort(x->comm, MPI_ERR_NO_MEM);
+    if (c->team) {
+        rc2 = numacoll_scatterv(c->team, part, sz, dsp, mine, mybytes, 0);
+    } else {
+        rc2 = mybytes == ntot ? 0 : NUMACOLL_ERR_TRUNCATE;
+        memcpy(mine, part, mybytes < ntot ? mybytes : ntot);
+    }
+    if (!rc)
+        rc = rc2;
+    nodes_fini(&nd);
+    free(sz64), free(sz), free(dsp), free(nt), free(all), free(part), free(aside);
+    return rc;
+}
+
 /* ---- 1.-4. ------------------------------------------------------------------------------ */
 
 static size_t bytes_of(int count, MPI_Datatype dt)
@@ -530,9 +639,7 @@ static int xg_mpi(xcall_t *x)
     }
     /* 1. */
     const int solo = !c && p == 1 && nc_mpi_solo(x->comm, coll);
-    const int hier = c && c->nnodes > 1 &&
-                     (coll == NC_MPI_GATHER || coll == NC_MPI_GATHERV ||
-                      coll == NC_MPI_ALLGATHER || coll == NC_MPI_ALLGATHERV);
+    const int hier = c && c->nnodes > 1 && coll != NC_MPI_ALLTOALL && coll != NC_MPI_ALLTOALLV;
     if (!solo && !hier && (!c || c->nnodes > 1 || (!c->team && p > 1))) {
         nc_mpi_count(coll, 0, sent_bytes(x, p, me));
         return pmpi(x);
@@ -631,6 +738,8 @@ static int xg_mpi(xcall_t *x)
         if (n)
             memmove(to, S.base + S.dsp[0], n);
         rc = S.cnt[0] == R.cnt[0] ? 0 : NUMACOLL_ERR_TRUNCATE;
+    } else if (!rc && hier && scat) {
+        rc = hier_scatter(c, x, &S, ip ? NULL : R.base + R.dsp[0], ip ? S.cnt[me] : R.cnt[0]);
     } else if (!rc && hier) {
         rc = coll == NC_MPI_GATHER || coll == NC_MPI_GATHERV
                  ? hier_gather(c, x, ip ? R.base + R.dsp[me] : sb, ip ? R.cnt[me] : S.cnt[0], &R)

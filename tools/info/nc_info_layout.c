@@ -356,7 +356,7 @@ void nc_info_print_coll_plans(FILE *out, int p, const int *leaders)
     fprintf(out, "gather family (gather, scatter, allgather, alltoall and v-forms): every block "
                  "written once into its sender's slots and read once by each receiver; blocks "
                  "up to %s bytes inline, larger ones in fragments of min(%s, block / %s) bytes "
-                 "through %s slots; one level (no NUMA grouping); across nodes: gather(v) "
-                 "and allgather(v) hierarchical, scatter(v) and alltoall(v) the MPI library\n",
+                 "through %s slots; one level (no NUMA grouping); across nodes: gather(v), "
+                 "scatter(v) and allgather(v) hierarchical, alltoall(v) the MPI library\n",
             in, f, s, s);
 }
