@@ -19,7 +19,8 @@
     X(TIMEOUT,   -11, "timed out waiting for the other members")                       \
     X(NOTSUP,    -12, "not supported here")                                           \
     X(ROOT,      -13, "members disagree on the root of the call")                     \
-    X(NOSPACE,   -14, "not enough shared memory (/dev/shm full or NUMACOLL_SHM_LIMIT reached)")
+    X(NOSPACE,   -14, "not enough shared memory (/dev/shm full or NUMACOLL_SHM_LIMIT reached)") \
+    X(FAULT,     -15, "a buffer is not accessible for the whole message (bad address or size)")
 
 enum {
 #define NUMACOLL_ERR_ENUM_(name, code, msg) NUMACOLL_ERR_##name = (code),

@@ -39,6 +39,36 @@
  *   N3. atomic decrement of nreaders[set].
  * With q >= 2 the root fills the next set while readers drain the previous.
  *
+ * Single copy (CMA, shm/nc_cma.h). A call of more than t->inline_max bytes
+ * whose root passed a buffer (not a callback) and whose size is at least the
+ * team's switch point (t->cma_min: NUMACOLL_CMA_MIN or the cost model's, see
+ * model/nc_model.h) goes from the root's buffer straight into the readers'
+ * with process_vm_readv/writev when the team can use CMA (probed at creation).
+ * Nothing is staged and the sets are not used. The root shares the copying:
+ * it writes the first w bytes (w = bytes/p, cache-line multiple; 0 with
+ * NUMACOLL_CMA_COOP=0) into every reader while each reader reads the rest,
+ * so every core copies (p-1)/p of the message. Each member's ack line holds
+ * its part (post, fin, addr, len: shm/nc_seg.h).
+ * Root, call c (after C1):
+ *   K1. C2 with the slot saying CMA, the root's buffer address and w;
+ *   K2. if w > 0: for every reader as it posts (post == c, acquire), write
+ *       [0, min(w, its len)) into its buffer (none if it posted no buffer);
+ *   K3. if w > 0: fin = c (release), and ferr = c first if a write faulted;
+ *   K4. wait until every reader's fin >= c (acquire): nobody reads our
+ *       buffer any more, the caller may change it.
+ * Reader, call c (after C3):
+ *   K5. if w > 0: addr, len = its buffer and size (0, 0 with a callback or
+ *       nothing to keep), then post = c (release);
+ *   K6. read [our share's end, min(bytes, mybytes)) from the root's buffer
+ *       (through a bounce buffer for a callback);
+ *   K7. if w > 0: wait until the root's fin >= c (acquire): its writes into
+ *       our buffer are complete, and it has taken our post, so a later call
+ *       may post again; if the root says its write faulted, read the share;
+ *   K8. fin = c (release): we read the root's buffer no more.
+ * Pairs: post K5 -> K2; reader's fin K8 -> K4; root's fin K3 -> K7. fin is
+ * compared with >=, since a fast member may finish later calls before a slow
+ * one looks; post with ==, since it cannot move on before K7.
+ *
  * Deferred calls. A reader that passes 0 bytes has nothing to wait for in a
  * correct program, so, like the MPI libraries, it returns at once without
  * touching shared memory and counts the call as pending (its ack stays
@@ -49,9 +79,19 @@
  * but never lost and never a hang (a root waits at most a ring turn for the
  * ack).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/nc_team.h"
+#include "model/nc_model.h"
+#include "shm/nc_cma.h"
+
+/* What a CMA call's slot carries in place of inline data (K1). */
+typedef struct cma_call {
+    uint64_t magic, addr, share;
+} cma_call_t;
+#define CMA_CALL UINT64_C(0x636d6163616c6c21) /* "cmacall!"; anything else: the sets */
+#define CMA_BOUNCE ((size_t)256 << 10)        /* a callback reader's chunk */
 
 static inline void copy_frag(char *buf, numacoll_copy_fn fn, void *ctx, size_t off, char *shm,
                              size_t len, int to_shm)
@@ -215,6 +255,152 @@ static int sets_reader(numacoll_team_t *t, char *buf, size_t mybytes, size_t tot
     return 0;
 }
 
+static inline nc_call_ack_t *line(const numacoll_team_t *t, int rank)
+{
+    return nc_seg_ack(&t->seg, rank);
+}
+
+/* Is call sl (more than inline_max bytes) a CMA call? Its parameters if so. */
+static inline int cma_of(const nc_call_slot_t *sl, cma_call_t *cc)
+{
+    memcpy(cc, sl->inline_data, sizeof *cc);
+    return cc->magic == CMA_CALL;
+}
+
+static inline int use_cma(const numacoll_team_t *t, const char *buf, size_t bytes)
+{
+    return t->cma && buf && bytes > t->inline_max && bytes >= t->cma_min;
+}
+
+static inline size_t cma_share(const numacoll_team_t *t, size_t bytes)
+{
+    size_t w = bytes / (size_t)t->p / NC_CACHELINE * NC_CACHELINE;
+    return NC_CFG_NUM(&t->cfg, CMA_COOP) && w >= NC_CMA_SHARE_MIN ? w : 0;
+}
+
+/* Wait until member i's fin >= c. */
+static int wait_fin(numacoll_team_t *t, int i, uint32_t c)
+{
+    nc_backoff_t b;
+    int rc;
+    nc_backoff_init(&b, &t->wait);
+    /* acquire: pairs with member i's release of fin in K3 or K8. */
+    while ((int32_t)(atomic_load_explicit(&line(t, i)->fin, memory_order_acquire) - c) < 0)
+        if ((rc = nc_backoff(&b)) < 0)
+            return rc;
+    return 0;
+}
+
+/* K2-K4. Errors of our own copies come back after the protocol is complete,
+ * so the readers are never left waiting. */
+static int cma_root(numacoll_team_t *t, const char *buf, uint32_t c, size_t w)
+{
+    nc_call_ack_t *me = line(t, t->rank);
+    int rc = 0;
+    if (w) {
+        /* K2. Serve the readers in the order they arrive. */
+        char *served = calloc((size_t)t->p, 1);
+        int left = t->p - 1, brc;
+        nc_backoff_t b;
+        if (!served)
+            return NUMACOLL_ERR_NOMEM;
+        served[t->rank] = 1;
+        nc_backoff_init(&b, &t->wait);
+        while (left) {
+            int got = 0;
+            for (int i = 0; i < t->p; i++) {
+                nc_call_ack_t *r = line(t, i);
+                /* acquire: pairs with reader i's release of post in K5. */
+                if (served[i] || atomic_load_explicit(&r->post, memory_order_acquire) != c)
+                    continue;
+                served[i] = 1;
+                left--;
+                got = 1;
+                size_t n = r->len < w ? (size_t)r->len : w;
+                int wrc = r->addr && n ? nc_cma_write(t->pids[i], r->addr, buf, n) : 0;
+                if (wrc == NUMACOLL_ERR_FAULT) {
+                    me->ferr = c; /* published by fin (K3) */
+                    rc = wrc;
+                } else if (wrc) {
+                    free(served);
+                    return wrc;
+                }
+            }
+            if (!got && (brc = nc_backoff(&b)) < 0) {
+                free(served);
+                return brc;
+            }
+        }
+        free(served);
+        /* K3. release: our writes into the readers' buffers (and ferr) before
+         * fin; pairs with the acquire in K7. */
+        atomic_store_explicit(&me->fin, c, memory_order_release);
+    }
+    /* K4. */
+    for (int i = 0; i < t->p; i++) {
+        int wrc;
+        if (i != t->rank && (wrc = wait_fin(t, i, c)))
+            return wrc;
+    }
+    return rc;
+}
+
+/* Read [from, to) of the root's buffer at raddr into buf, or through the
+ * bounce buffer into the callback. */
+static int cma_read_range(numacoll_team_t *t, int root, uint64_t raddr, char *buf,
+                          numacoll_copy_fn fn, void *ctx, size_t from, size_t to)
+{
+    if (from >= to)
+        return 0;
+    if (buf)
+        return nc_cma_read(t->pids[root], buf + from, raddr + from, to - from);
+    if (!t->cma_bounce && !(t->cma_bounce = malloc(CMA_BOUNCE)))
+        return NUMACOLL_ERR_NOMEM;
+    for (size_t off = from; off < to; off += CMA_BOUNCE) {
+        size_t n = to - off < CMA_BOUNCE ? to - off : CMA_BOUNCE;
+        int rc = nc_cma_read(t->pids[root], t->cma_bounce, raddr + off, n);
+        if (rc)
+            return rc;
+        fn(ctx, off, t->cma_bounce, n);
+    }
+    return 0;
+}
+
+/* K5 (before the ack) and, in cma_reader_copy(), K6-K8. keep: the bytes this
+ * member keeps (0: it only takes part). */
+static void cma_reader_post(numacoll_team_t *t, const cma_call_t *cc, uint32_t c, char *buf,
+                            size_t keep)
+{
+    nc_call_ack_t *me = line(t, t->rank);
+    if (!cc->share)
+        return;
+    me->addr = buf && keep ? (uint64_t)(uintptr_t)buf : 0;
+    me->len = buf ? keep : 0;
+    /* release: addr and len before post; pairs with the root's acquire in K2. */
+    atomic_store_explicit(&me->post, c, memory_order_release);
+}
+
+static int cma_reader_copy(numacoll_team_t *t, const cma_call_t *cc, uint32_t c, int root,
+                           char *buf, numacoll_copy_fn fn, void *ctx, size_t keep)
+{
+    nc_call_ack_t *me = line(t, t->rank);
+    const int written = cc->share && buf && keep; /* the root writes our share */
+    const size_t start = written ? (cc->share < keep ? (size_t)cc->share : keep) : 0;
+    /* K6. */
+    int rc = cma_read_range(t, root, cc->addr, buf, fn, ctx, start, keep), rc2;
+    if (rc == NUMACOLL_ERR_PEER_DEAD)
+        return rc;
+    /* K7. */
+    if (cc->share && (rc2 = wait_fin(t, root, c)))
+        return rc2;
+    if (written && line(t, root)->ferr == c && !rc) /* the root's write faulted */
+        rc = cma_read_range(t, root, cc->addr, buf, fn, ctx, 0, start);
+    /* K8. release: our reads of the root's buffer are done before it returns;
+     * pairs with the acquire in K4. */
+    atomic_store_explicit(&me->fin, c, memory_order_release);
+    return rc;
+}
+
 /* C3 for a deferred call: the root must have sent nothing (or it was us). */
 static int resolve(numacoll_team_t *t, uint32_t c)
 {
@@ -229,7 +415,13 @@ static int resolve(numacoll_team_t *t, uint32_t c)
     nc_log_error("bcast call %u of this team: member %d (the root) sent %zu bytes, member %d "
                  "passed 0 bytes",
                  (unsigned)(c - nc_test_seq0), root, total, t->rank);
-    if (total > t->inline_max && (rc = sets_reader(t, NULL, 0, total, root, NULL, NULL)))
+    cma_call_t cc;
+    if (total > t->inline_max && cma_of(sl, &cc)) {
+        /* K5-K8 with nothing to keep. */
+        cma_reader_post(t, &cc, c, NULL, 0);
+        if ((rc = cma_reader_copy(t, &cc, c, root, NULL, NULL, NULL, 0)))
+            return rc;
+    } else if (total > t->inline_max && (rc = sets_reader(t, NULL, 0, total, root, NULL, NULL)))
         return rc;
     return NUMACOLL_ERR_TRUNCATE;
 }
@@ -278,17 +470,28 @@ static int bcast_root(numacoll_team_t *t, char *buf, size_t bytes, numacoll_copy
         return nc_team_fail(t, rc2);
     /* C2. Plain stores: every reader of the slot's previous call is done (C1),
      * and the next ones read it after the release below. */
+    const int cma = use_cma(t, buf, bytes);
+    const cma_call_t cc = {cma ? CMA_CALL : 0, (uint64_t)(uintptr_t)buf, cma ? cma_share(t, bytes) : 0};
     sl->root = (uint32_t)t->rank;
     sl->bytes = bytes;
     if (bytes && bytes <= t->inline_max)
         copy_frag(buf, fn, ctx, 0, (char *)sl->inline_data, bytes, 1);
+    else if (bytes)
+        memcpy(sl->inline_data, &cc, sizeof cc); /* K1 */
     /* release: root, bytes and data before seq; pairs with the acquire in C3. */
     atomic_store_explicit(&sl->seq, c, memory_order_release);
     if ((rc2 = finish(t, c)) && rc2 != NUMACOLL_ERR_TRUNCATE)
         return rc2;
     if (rc2)
         rc = rc2;
-    if (bytes > t->inline_max && (rc2 = sets_root(t, buf, bytes, fn, ctx)))
+    if (cma) {
+        t->cma_calls++;
+        rc2 = cma_root(t, buf, c, cc.share);
+        if (rc2 == NUMACOLL_ERR_FAULT)
+            return rc2;
+        if (rc2)
+            return nc_team_fail(t, rc2);
+    } else if (bytes > t->inline_max && (rc2 = sets_root(t, buf, bytes, fn, ctx)))
         return nc_team_fail(t, rc2);
     return rc;
 }
@@ -321,13 +524,24 @@ static int bcast_reader(numacoll_team_t *t, char *buf, size_t mybytes, int root,
     } else if (total != mybytes && !rc) {
         rc = NUMACOLL_ERR_TRUNCATE;
     }
+    const size_t keep = mybytes < total ? mybytes : total;
+    cma_call_t cc;
+    const int cma = total > t->inline_max && cma_of(sl, &cc);
     if (total <= t->inline_max) {
-        size_t n = mybytes < total ? mybytes : total;
-        if (n)
-            copy_frag(buf, fn, ctx, 0, (char *)sl->inline_data, n, 0);
+        if (keep)
+            copy_frag(buf, fn, ctx, 0, (char *)sl->inline_data, keep, 0);
+    } else if (cma) {
+        cma_reader_post(t, &cc, c, buf, keep); /* K5 */
     }
     finish(t, c); /* nothing pending here: a plain ack */
-    if (total > t->inline_max && (rc2 = sets_reader(t, buf, mybytes, total, sroot, fn, ctx)))
+    if (cma) {
+        t->cma_calls++;
+        rc2 = cma_reader_copy(t, &cc, c, sroot, buf, fn, ctx, keep);
+        if (rc2 == NUMACOLL_ERR_FAULT || rc2 == NUMACOLL_ERR_NOMEM)
+            return rc2;
+        if (rc2)
+            return nc_team_fail(t, rc2);
+    } else if (total > t->inline_max && (rc2 = sets_reader(t, buf, mybytes, total, sroot, fn, ctx)))
         return nc_team_fail(t, rc2);
     return rc;
 }

@@ -49,6 +49,28 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
       "Pause-spins before a waiting member yields the CPU; 0 is used when oversubscribed.")     \
     X(VERBOSE, NC_PT_INT, "0", 0, 3, NULL, "level",                                             \
       "1: one report per team (layout, leaders, placement); 2: per member; 3: debug.")          \
+    /* ---- transports (shm/nc_cma.c, coll/nc_bcast.c) ---- */                              \
+    X(TRANSPORT, NC_PT_ENUM, "auto", 0, 0, "auto|shm|cma", "",                                 \
+      "Large broadcasts: auto (the cost model picks, per size, the copy through the segment "   \
+      "or CMA), shm (always the segment) or cma (CMA above the inline size whenever the team "  \
+      "can use it).")                                                                           \
+    X(CMA_MIN, NC_PT_SIZE, "0", 0, INT64_C(1) << 50, NULL, "bytes",                            \
+      "With NUMACOLL_TRANSPORT=auto, broadcasts of at least this many bytes use CMA; 0: the "   \
+      "cost model's switch point (numacoll-info prints it).")                                   \
+    X(CMA_COOP, NC_PT_INT, "1", 0, 1, NULL, "bool",                                             \
+      "1: in a CMA broadcast the root writes a 1/p share into every reader while the readers "  \
+      "read the rest, so all cores copy; 0: the readers read everything.")                      \
+    X(COST_SHM_NS, NC_PT_INT, "8500", 0, 1000000000, NULL, "ns",                               \
+      "Transport cost model (model/nc_model.h): fixed cost of a broadcast through the segment; " \
+      "numacoll-tune measures it.")                                                             \
+    X(COST_SHM_PS, NC_PT_INT, "130", 1, 1000000000, NULL, "ps/byte",                            \
+      "Transport cost model: time per byte one member copies through the segment.")            \
+    X(COST_CMA_NS, NC_PT_INT, "3500", 0, 1000000000, NULL, "ns",                               \
+      "Transport cost model: fixed cost of a CMA broadcast (hand-offs and system calls).")      \
+    X(COST_CMA_PS, NC_PT_INT, "200", 1, 1000000000, NULL, "ps/byte",                            \
+      "Transport cost model: time per byte of one process_vm_readv copy.")                     \
+    X(TEST_CMA_FAIL, NC_PT_INT, "0", 0, 1, NULL, "bool",                                        \
+      "Test only: the CMA probe at team creation fails as if the kernel refused it.")           \
     /* ---- barrier (coll/nc_barrier*.c) ---- */                                              \
     NC_PARAM_TABLE_BARRIER(X)                                                                   \
     /* ---- reductions (coll/nc_reduce.c) ---- */                                             \
@@ -130,6 +152,8 @@ typedef struct nc_config {
 #define NC_CFG_NUM(cfg, name) ((cfg)->v[NC_P_##name].num)
 
 enum { NC_LAYOUT_PAPER = 0, NC_LAYOUT_COMPACT = 1 };
+/* NUMACOLL_TRANSPORT, in the order of its choices. */
+enum { NC_TRANSPORT_AUTO = 0, NC_TRANSPORT_SHM = 1, NC_TRANSPORT_CMA = 2 };
 
 typedef struct nc_param_desc {
     const char *name; /* without the NUMACOLL_ prefix */

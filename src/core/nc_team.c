@@ -32,6 +32,8 @@
 
 #include "coll/nc_coll.h"
 #include "config/nc_tunefile.h"
+#include "model/nc_model.h"
+#include "shm/nc_cma.h"
 #include "shm/nc_shm.h"
 #include "topo/nc_topo.h"
 
@@ -49,6 +51,7 @@ static const int agreed[] = {NC_P_BCAST_FRAG_SIZE, NC_P_BCAST_QUEUE_LEN, NC_P_BC
 typedef struct rec1 {
     int32_t status, numa, pid, queue_len; /* queue_len: rank 0's, after the budget */
     int32_t segfd, pad;                   /* rank 0's descriptor of the segment */
+    uint64_t cma_addr;                    /* nc_cma_probe_addr() (shm/nc_cma.h) */
     int64_t cfg[NC_NAGREED][2];
     uint64_t cpus[NC_TOPO_CPUSET_WORDS];
     char segname[64];
@@ -56,7 +59,9 @@ typedef struct rec1 {
 
 typedef struct rec2 {
     int32_t status, checked;
+    int32_t cma_err, pad; /* the CMA probe: 0, or the errno of the first refusal */
     int64_t pages, misplaced;
+    char cma_why[200];    /* why CMA was refused, naming the peer */
     char detail[160]; /* placement detail */
     char why[256];    /* why this member failed (status != 0) */
 } rec2_t;
@@ -123,10 +128,89 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
     }
     nc_log_info(1, "  %-10s %10zu %10zu %6d %5d (with member 0)", "shared", l->barrier_off,
                 l->barrier_bytes, 0, t->numa[0]);
+    if (!t->cma)
+        nc_log_info(1, "transport: the segment for every size (CMA: %s)", t->cma_why);
+    else if (t->cma_min == SIZE_MAX)
+        nc_log_info(1, "transport: CMA allowed, the cost model never picks it for p=%d on %d "
+                       "CPUs; NUMACOLL_TRANSPORT=cma forces it",
+                    t->p, t->ncpus);
+    else
+        nc_log_info(1, "transport: CMA (%s) from %zu bytes (%s), the segment below",
+                    NC_CFG_NUM(&t->cfg, CMA_COOP) ? "cooperative" : "single copy",
+                    t->cma_min > t->inline_max ? t->cma_min : t->inline_max + 1,
+                    NC_CFG_NUM(&t->cfg, TRANSPORT) == NC_TRANSPORT_CMA ? "NUMACOLL_TRANSPORT=cma"
+                    : NC_CFG_NUM(&t->cfg, CMA_MIN) ? "NUMACOLL_CMA_MIN"
+                                                   : "the cost model's switch point");
     static const char *pl[] = {"OK", "MISPLACED", "UNKNOWN (a member is unbound)",
                                "UNCHECKED (move_pages unavailable)"};
     nc_log_info(1, "placement check: %s%s%s", pl[t->placement], t->placement_detail[0] ? ": " : "",
                 t->placement_detail);
+}
+
+/* Step 3: can this member read and write every other member's memory with
+ * CMA (shm/nc_cma.h)? Not asked when the transport is shm or p = 1. */
+static void probe_cma(const numacoll_team_t *t, const rec1_t *r1, rec2_t *m2)
+{
+    m2->cma_err = -1; /* not probed */
+    if (NC_CFG_NUM(&t->cfg, TRANSPORT) == NC_TRANSPORT_SHM || t->p == 1)
+        return;
+    m2->cma_err = 0;
+    for (int i = 0; i < t->p && !m2->cma_err; i++) {
+        char why[160];
+        if (i != t->rank && (m2->cma_err = nc_cma_probe(r1[i].pid, r1[i].cma_addr,
+                                                        (int)NC_CFG_NUM(&t->cfg, TEST_CMA_FAIL),
+                                                        why, sizeof why)))
+            snprintf(m2->cma_why, sizeof m2->cma_why, "member %d of member %d: %s", t->rank, i,
+                     why);
+    }
+}
+
+/* After exchange #2: the team uses CMA only if every member could reach
+ * every other; otherwise it says why, once per process. */
+static void cma_agree(numacoll_team_t *t, const rec2_t *r2)
+{
+    static atomic_int said;
+    const int64_t want = NC_CFG_NUM(&t->cfg, TRANSPORT);
+    t->cma = want != NC_TRANSPORT_SHM && t->p > 1;
+    for (int i = 0; i < t->p && t->cma; i++)
+        if (r2[i].cma_err) {
+            t->cma = 0;
+            snprintf(t->cma_why, sizeof t->cma_why, "%s", r2[i].cma_why);
+        }
+    if (want == NC_TRANSPORT_SHM)
+        snprintf(t->cma_why, sizeof t->cma_why, "NUMACOLL_TRANSPORT=shm");
+    else if (t->p == 1)
+        snprintf(t->cma_why, sizeof t->cma_why, "a team of one");
+    if (t->cma || want == NC_TRANSPORT_SHM || t->p == 1 || atomic_exchange(&said, 1))
+        return;
+    if (want == NC_TRANSPORT_CMA)
+        nc_log_warn_once("cma-refused", "NUMACOLL_TRANSPORT=cma, but CMA is not allowed here: "
+                         "%s; large broadcasts copy through the shared segment", t->cma_why);
+    else
+        nc_log_info(1, "CMA is not allowed here: %s; large broadcasts copy through the shared "
+                       "segment", t->cma_why);
+}
+
+void nc_team_cost_model(const nc_config_t *cfg, nc_xfer_model_t *x)
+{
+    x->shm_lat = (double)NC_CFG_NUM(cfg, COST_SHM_NS) * 1e-9;
+    x->shm_byte = (double)NC_CFG_NUM(cfg, COST_SHM_PS) * 1e-12;
+    x->cma_lat = (double)NC_CFG_NUM(cfg, COST_CMA_NS) * 1e-9;
+    x->cma_byte = (double)NC_CFG_NUM(cfg, COST_CMA_PS) * 1e-12;
+}
+
+/* The size from which broadcasts use CMA: NUMACOLL_CMA_MIN, or the cost
+ * model's switch point (model/nc_model.h) for this team's p and CPUs. */
+static size_t cma_switch(const numacoll_team_t *t)
+{
+    if (NC_CFG_NUM(&t->cfg, TRANSPORT) == NC_TRANSPORT_CMA)
+        return 0;
+    if (NC_CFG_NUM(&t->cfg, CMA_MIN))
+        return (size_t)NC_CFG_NUM(&t->cfg, CMA_MIN);
+    nc_xfer_model_t x;
+    nc_team_cost_model(&t->cfg, &x);
+    return nc_cma_switch_point(&x, t->p, t->ncpus, (int)NC_CFG_NUM(&t->cfg, CMA_COOP),
+                               (size_t)NC_CFG_NUM(&t->cfg, BCAST_INLINE_MAX));
 }
 
 static void team_free(numacoll_team_t *t)
@@ -142,6 +226,7 @@ static void team_free(numacoll_team_t *t)
     free(t->numa);
     free(t->leaders);
     free(t->pids);
+    free(t->cma_bounce);
     free(t);
 }
 
@@ -270,6 +355,10 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
         rc = cfgrc;
     mine.numa = my_numa(mine.cpus);
     mine.pid = (int32_t)getpid();
+    if (NC_CFG_NUM(&cfg, TRANSPORT) != NC_TRANSPORT_SHM) {
+        nc_cma_allow(); /* before the others probe us */
+        mine.cma_addr = nc_cma_probe_addr();
+    }
     for (int i = 0; i < NC_NAGREED; i++) {
         mine.cfg[i][0] = cfg.v[agreed[i]].num;
         mine.cfg[i][1] = cfg.v[agreed[i]].aux;
@@ -366,6 +455,8 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
             rc = nc_coll_decls[m].init(t);
     }
     rec2_t m2 = {.status = rc, .checked = pl.checked, .pages = pl.pages, .misplaced = pl.misplaced};
+    if (!rc)
+        probe_cma(t, r1, &m2);
     snprintf(m2.detail, sizeof m2.detail, "%s", pl.detail);
     if (rc && !why[0])
         snprintf(why, sizeof why, "%s", numacoll_strerror(rc));
@@ -397,6 +488,7 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
         return brc ? brc : rc;
     }
 
+    cma_agree(t, r2);
     t->placement = NUMACOLL_PLACEMENT_OK;
     for (int i = 0; i < p; i++) {
         t->placement_pages += r2[i].pages;
@@ -445,6 +537,7 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     t->bcast_call = t->bcast_op = nc_test_seq0;
     t->ring_acked = nc_test_seq0 - 1u;
     t->inline_max = (size_t)NC_CFG_NUM(&cfg, BCAST_INLINE_MAX);
+    t->cma_min = cma_switch(t);
     t->bcast_set = 0;
     if (rc) {
         /* Local failures here (memory) cannot be agreed on any more: the

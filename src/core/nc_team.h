@@ -50,6 +50,14 @@ struct numacoll_team {
     uint32_t gather_call;
     void *gather_state;
 
+    /* CMA (shm/nc_cma.h): every member may read and write every other's
+     * memory; why not, if not; a bounce buffer for callback readers */
+    int cma;
+    size_t cma_min;        /* broadcasts from this size use CMA (coll/nc_bcast.c) */
+    uint64_t cma_calls;    /* broadcasts this member took part in by CMA */
+    char cma_why[200];
+    void *cma_bounce;
+
     /* team-wide placement result (numacoll_team_info) */
     int placement;
     long placement_pages, misplaced;
@@ -68,6 +76,10 @@ static inline int nc_team_fail(struct numacoll_team *t, int rc)
         nc_wait_break(&t->wait);
     return rc;
 }
+
+struct nc_xfer_model;
+/* The transport cost model's constants from a configuration (NUMACOLL_COST_*). */
+void nc_team_cost_model(const nc_config_t *cfg, struct nc_xfer_model *x);
 
 /* Resolve the calls this member deferred (coll/nc_bcast.c). */
 int nc_bcast_flush(struct numacoll_team *t);

@@ -198,3 +198,48 @@ int nc_model_fit(const double *m, const double *f, const double *s, const double
 {
     return nc_model_fit_known_ta(m, f, s, q, time, n, 0.0, out);
 }
+
+/* ---- transport choice ------------------------------------------------------------ */
+
+static double slope_shm(const nc_xfer_model_t *x, int p, int k)
+{
+    return x->shm_byte * fmax(1.0, (double)p / k);
+}
+
+static double slope_cma(const nc_xfer_model_t *x, int p, int k, int coop)
+{
+    if (coop)
+        return x->cma_byte * (p - 1.0) / p * fmax(1.0, (double)p / k);
+    return x->cma_byte * fmax(1.0, (p - 1.0) / k);
+}
+
+double nc_xfer_time_shm(const nc_xfer_model_t *x, double m, int p, int k)
+{
+    return x->shm_lat + m * slope_shm(x, p, k);
+}
+
+double nc_xfer_time_cma(const nc_xfer_model_t *x, double m, int p, int k, int coop)
+{
+    return x->cma_lat + m * slope_cma(x, p, k, coop);
+}
+
+size_t nc_xfer_switch(const nc_xfer_model_t *x, int p, int k, int coop, size_t floor)
+{
+    if (p < 2 || k < 1)
+        return SIZE_MAX;
+    const double ds = slope_shm(x, p, k) - slope_cma(x, p, k, coop);
+    if (!(ds > 0))
+        return SIZE_MAX;
+    const double m = ceil((x->cma_lat - x->shm_lat) / ds);
+    if (m >= 0x1p62)
+        return SIZE_MAX;
+    return m > (double)floor ? (size_t)m : floor + 1;
+}
+
+size_t nc_cma_switch_point(const nc_xfer_model_t *x, int p, int k, int coop, size_t inline_max)
+{
+    size_t m = nc_xfer_switch(x, p, k, coop, inline_max);
+    if (coop && m != SIZE_MAX && m < NC_CMA_SHARE_MIN * (size_t)p)
+        m = NC_CMA_SHARE_MIN * (size_t)p;
+    return m;
+}

@@ -92,4 +92,45 @@ int nc_model_fit(const double *m, const double *f, const double *s, const double
 int nc_model_fit_known_ta(const double *m, const double *f, const double *s, const double *q,
                           const double *time, int n, double t_a, nc_model_params_t *out);
 
+/*
+ * The transport choice of a large broadcast (coll/nc_bcast.c): copy through the
+ * segment (shm) or single copies between the members' buffers (CMA, cooperative
+ * or not). Each is a line in m, with constants measured on the node
+ * (numacoll-tune writes them to the tune file as NUMACOLL_COST_*):
+ *   shm_lat, shm_byte: fixed seconds of a queue broadcast and seconds per byte
+ *     one member copies through the segment (the root copies in, every reader
+ *     copies out, all at once: each member copies m bytes);
+ *   cma_lat, cma_byte: fixed seconds of a CMA broadcast (the hand-offs of
+ *     K1-K8 and the system calls) and seconds per byte of one process_vm_readv.
+ * With k CPUs for p members, members copy min(p, k) at a time:
+ *   shm:          shm_lat + m shm_byte max(1, p/k)
+ *   cma, coop:    cma_lat + m cma_byte (p-1)/p max(1, p/k)   (every member
+ *                 copies (p-1)/p of m: the root its share into each reader)
+ *   cma, single:  cma_lat + m cma_byte max(1, (p-1)/k)        (the readers read
+ *                 everything, the root waits)
+ * Both are lines, so CMA wins from one size on or never: the switch point is
+ * (cma_lat - shm_lat) / (shm slope - cma slope) when the CMA slope is the
+ * smaller one. On this kind of node cma_byte > shm_byte (process_vm_readv pins
+ * every page): CMA wins at p = 2 because the two cores share the copy, and loses
+ * when a member's (p-1)/p share costs more than the segment's one copy.
+ */
+typedef struct nc_xfer_model {
+    double shm_lat, shm_byte, cma_lat, cma_byte;
+} nc_xfer_model_t;
+
+double nc_xfer_time_shm(const nc_xfer_model_t *x, double m, int p, int k);
+double nc_xfer_time_cma(const nc_xfer_model_t *x, double m, int p, int k, int coop);
+/* The smallest m > floor from which CMA is predicted faster, or SIZE_MAX
+ * (never). */
+size_t nc_xfer_switch(const nc_xfer_model_t *x, int p, int k, int coop, size_t floor);
+
+/* A CMA broadcast's root shares the copy only when its share (m/p) is at
+ * least this; below, the call is a single copy (coll/nc_bcast.c). */
+#define NC_CMA_SHARE_MIN ((size_t)16 << 10)
+
+/* The broadcast's switch point for a team of p on k CPUs with messages
+ * above inline_max going through the queue: with coop, the cooperative
+ * line's switch point but not below NC_CMA_SHARE_MIN * p; SIZE_MAX: never. */
+size_t nc_cma_switch_point(const nc_xfer_model_t *x, int p, int k, int coop, size_t inline_max);
+
 #endif

@@ -303,6 +303,7 @@ int nc_mpi_error(MPI_Comm comm, int nc_err, const char *what)
                : nc_err == NUMACOLL_ERR_INVAL  ? MPI_ERR_ARG
                : nc_err == NUMACOLL_ERR_MISMATCH ? MPI_ERR_ARG
                : nc_err == NUMACOLL_ERR_ROOT   ? MPI_ERR_ROOT
+               : nc_err == NUMACOLL_ERR_FAULT  ? MPI_ERR_BUFFER
                                                : MPI_ERR_OTHER;
     if (nc_err != NUMACOLL_ERR_TRUNCATE)
         nc_log_error("%s: %s", what, numacoll_strerror(nc_err));

@@ -139,8 +139,14 @@ int nc_seg_create(nc_seg_t *seg, const nc_layout_t *l, uint32_t seq0, char *why,
      * calls before seq0. */
     for (uint32_t c = 0; c < NC_CALL_RING; c++)
         atomic_store_explicit(&nc_seg_call(seg, c)->seq, seq0 - 1u, memory_order_relaxed);
-    for (int i = 0; i < l->p; i++)
-        atomic_store_explicit(&nc_seg_ack(seg, i)->done, seq0 - 1u, memory_order_relaxed);
+    for (int i = 0; i < l->p; i++) {
+        nc_call_ack_t *a = nc_seg_ack(seg, i);
+        atomic_store_explicit(&a->done, seq0 - 1u, memory_order_relaxed);
+        /* CMA: nothing posted, every call before seq0 finished, none faulted */
+        atomic_store_explicit(&a->post, seq0 - 1u, memory_order_relaxed);
+        atomic_store_explicit(&a->fin, seq0 - 1u, memory_order_relaxed);
+        a->ferr = seq0 - 1u;
+    }
     for (int k = 0; k < l->q; k++) {
         nc_set_ctl_t *sc = nc_seg_set(seg, k);
         atomic_store_explicit(&sc->op, seq0 - 1u, memory_order_relaxed);

@@ -101,7 +101,8 @@ NC_STATIC_ASSERT(sizeof(nc_seg_hdr_t) <= NC_SEG_LEADERS_OFF, "header fits before
  * right after the announcement, so a reader finds the data with (or next to)
  * the line that tells it the data is there. Member i stores in its ack line
  * the last call up to which it has read every slot; a root reuses a slot once
- * every member's ack passed the slot's previous call.
+ * every member's ack passed the slot's previous call. The same line carries
+ * the member's part of a CMA broadcast (its buffer, how far it got).
  */
 #define NC_CALL_RING 64
 #define NC_CALL_SLOT_BYTES 4096
@@ -117,6 +118,13 @@ NC_STATIC_ASSERT(sizeof(nc_call_slot_t) == NC_CALL_SLOT_BYTES, "a call slot is 4
 
 typedef struct nc_call_ack {
     _Atomic uint32_t done NC_ALIGNED(NC_CACHELINE);
+    /* CMA broadcasts (coll/nc_bcast.c, K1-K7), written by this member only:
+     * post: the call whose addr and len (this reader's buffer) are set;
+     * fin: the last call this member finished its copies of;
+     * ferr: (root) the call in which a write into a reader faulted. */
+    _Atomic uint32_t post, fin;
+    uint32_t ferr;
+    uint64_t addr, len;
 } nc_call_ack_t;
 NC_STATIC_ASSERT(sizeof(nc_call_ack_t) == NC_CACHELINE, "an ack is one line");
 

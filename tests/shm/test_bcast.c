@@ -5,8 +5,18 @@
  * received byte is checked against a pattern that differs per call, and the
  * bytes after the message must be untouched.
  */
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "core/nc_team.h"
 #include "nc_forktest.h"
@@ -245,6 +255,189 @@ static int body_callback(int rank, int p, const char *name, void *arg)
     return 0;
 }
 
+
+/* ---- transports: every path forced, the same bytes ---------------------------- */
+typedef struct xport {
+    const char *transport, *coop, *min;
+} xport_t;
+
+static const xport_t xports[] = {
+    {"shm", "1", "0"}, {"cma", "1", "0"}, {"cma", "0", "0"}, {"auto", "1", "100000"}};
+
+/* One checked call, and did it go by CMA exactly when it should? */
+static int xport_call(numacoll_team_t *t, unsigned char *buf, size_t n, int root, uint64_t call,
+                      int rank, const xport_t *x)
+{
+    const uint64_t before = t->cma_calls;
+    if (one_call(t, buf, n, root, call, rank))
+        return 1;
+    const int want = t->cma && n > t->inline_max &&
+                     (!strcmp(x->transport, "cma") || n >= (size_t)atol(x->min));
+    CHECK(t->cma_calls - before == (uint64_t)want, "rank %d n=%zu transport=%s min=%s: CMA %s",
+          rank, n, x->transport, x->min, want ? "not used" : "used");
+    return 0;
+}
+
+static int body_transports(int rank, int p, const char *name, void *arg)
+{
+    (void)arg;
+    numacoll_bootstrap_t *bs;
+    CHECK(numacoll_bootstrap_named(name, rank, p, &bs) == 0, "bootstrap");
+    uint64_t call = 0;
+    unsigned char *buf = malloc(((size_t)64 << 20) + GUARD);
+    CHECK(buf, "malloc");
+    for (size_t k = 0; k < NC_ARRAY_SIZE(xports); k++) {
+        const xport_t *x = &xports[k];
+        CHECK(!numacoll_param_set("NUMACOLL_TRANSPORT", x->transport) &&
+                  !numacoll_param_set("NUMACOLL_CMA_COOP", x->coop) &&
+                  !numacoll_param_set("NUMACOLL_CMA_MIN", x->min),
+              "params");
+        numacoll_team_t *t;
+        int rc = numacoll_team_create(bs, &t);
+        CHECK(rc == 0, "team_create = %s", numacoll_strerror(rc));
+        /* This machine allows CMA: a team that cannot use it is a failure. */
+        CHECK(t->cma == (strcmp(x->transport, "shm") && p > 1), "rank %d transport=%s: cma=%d (%s)",
+              rank, x->transport, t->cma, t->cma_why);
+        const size_t in = t->inline_max, w = (size_t)16 << 10; /* the smallest root share */
+        const size_t sizes[] = {0,          1,          in,         in + 1,    w * (size_t)p - 1,
+                                w * (size_t)p, 99999,   100000,     100001,    (1u << 20) + 3,
+                                (size_t)64 << 20};
+        /* 64 MiB once per transport, from one root */
+        for (int root = 0; root < p; root++)
+            for (size_t i = 0; i + 1 < NC_ARRAY_SIZE(sizes); i++)
+                if (xport_call(t, buf, sizes[i], root, ++call, rank, x))
+                    return 1;
+        if (xport_call(t, buf, sizes[NC_ARRAY_SIZE(sizes) - 1], p - 1, ++call, rank, x))
+            return 1;
+        numacoll_team_destroy(t);
+    }
+    free(buf);
+    numacoll_bootstrap_named_free(bs);
+    return 0;
+}
+
+/* ---- CMA refused: the test hook, then a real seccomp filter -------------------- */
+static int deny_cma(void)
+{
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 2, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_writev, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+    };
+    struct sock_fprog prog = {(unsigned short)NC_ARRAY_SIZE(f), f};
+    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+           prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
+
+static int body_refused(int rank, int p, const char *name, void *arg)
+{
+    const int seccomp = *(const int *)arg;
+    numacoll_bootstrap_t *bs;
+    numacoll_team_t *t;
+    CHECK(numacoll_bootstrap_named(name, rank, p, &bs) == 0, "bootstrap");
+    /* seccomp: only the last member filters, the others must find out too */
+    if (seccomp && rank == p - 1)
+        CHECK(deny_cma() == 0, "seccomp filter: %s", strerror(errno));
+    CHECK(!numacoll_param_set("NUMACOLL_TRANSPORT", "cma") &&
+              !numacoll_param_set("NUMACOLL_TEST_CMA_FAIL", seccomp ? "0" : "1"),
+          "params");
+    CHECK(numacoll_team_create(bs, &t) == 0, "team");
+    CHECK(!t->cma, "rank %d: CMA in use although refused", rank);
+    CHECK(strstr(t->cma_why, seccomp ? "EPERM" : "NUMACOLL_TEST_CMA_FAIL"), "rank %d: why: %s",
+          rank, t->cma_why);
+    static unsigned char buf[(3u << 20) + GUARD];
+    for (int root = 0; root < p; root++)
+        if (one_call(t, buf, 3u << 20, root, (uint64_t)root + 40, rank))
+            return 1;
+    CHECK(t->cma_calls == 0, "CMA calls in a team without CMA");
+    numacoll_team_destroy(t);
+    numacoll_bootstrap_named_free(bs);
+    return 0;
+}
+
+/* ---- CMA with bad buffers: an error on the member whose buffer is bad ------------ */
+static int body_fault(int rank, int p, const char *name, void *arg)
+{
+    (void)arg;
+    numacoll_bootstrap_t *bs;
+    numacoll_team_t *t;
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE), n = (size_t)1 << 20;
+    CHECK(numacoll_bootstrap_named(name, rank, p, &bs) == 0, "bootstrap");
+    CHECK(!numacoll_param_set("NUMACOLL_TRANSPORT", "cma"), "params");
+    CHECK(numacoll_team_create(bs, &t) == 0, "team");
+    CHECK(t->cma, "CMA: %s", t->cma_why);
+    /* n + one page, the page at `hole` inaccessible */
+    unsigned char *m = mmap(NULL, n + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(m != MAP_FAILED, "mmap");
+    /* 1. The last reader's buffer ends in a hole (its own part, the end). */
+    const int bad = p - 1;
+    CHECK(!mprotect(m + n - page, page, rank == bad ? PROT_NONE : PROT_READ | PROT_WRITE), "mprotect");
+    if (rank == 0)
+        nc_pattern_fill(m, n, 9);
+    int rc = numacoll_bcast(t, m, n, 0);
+    CHECK(rc == (rank == bad ? NUMACOLL_ERR_FAULT : 0), "rank %d: reader hole: %d", rank, rc);
+    CHECK(rank == bad || nc_pattern_check(m, n, 9) < 0, "rank %d: data", rank);
+    CHECK(!mprotect(m, n + page, PROT_READ | PROT_WRITE), "mprotect");
+    /* 2. The root's buffer has a hole in its own share (the first page). */
+    if (rank == 0) {
+        nc_pattern_fill(m, n, 10);
+        CHECK(!mprotect(m, page, PROT_NONE), "mprotect");
+    }
+    rc = numacoll_bcast(t, m, n, 0);
+    CHECK(rc == NUMACOLL_ERR_FAULT, "rank %d: root hole: %d", rank, rc);
+    CHECK(!mprotect(m, n + page, PROT_READ | PROT_WRITE), "mprotect");
+    /* 3. The team still works. */
+    if (one_call(t, m, n - 5, 1 % p, 11, rank))
+        return 1;
+    munmap(m, n + page);
+    numacoll_team_destroy(t);
+    numacoll_bootstrap_named_free(bs);
+    return 0;
+}
+
+/* ---- a root killed while the readers copy from its buffer ----------------------- */
+static void *killer(void *arg)
+{
+    (void)arg;
+    usleep(300000);
+    raise(SIGKILL);
+    return NULL;
+}
+
+static int body_kill(int rank, int p, const char *name, void *arg)
+{
+    (void)arg;
+    numacoll_bootstrap_t *bs;
+    numacoll_team_t *t;
+    const size_t n = (size_t)64 << 20;
+    CHECK(numacoll_bootstrap_named(name, rank, p, &bs) == 0, "bootstrap");
+    CHECK(!numacoll_param_set("NUMACOLL_TRANSPORT", "cma") &&
+              !numacoll_param_set("NUMACOLL_CMA_COOP", "0"),
+          "params");
+    CHECK(numacoll_team_create(bs, &t) == 0, "team");
+    CHECK(t->cma, "CMA: %s", t->cma_why);
+    unsigned char *buf = malloc(n);
+    CHECK(buf, "malloc");
+    memset(buf, 1, n);
+    pthread_t th;
+    if (rank == 0)
+        CHECK(!pthread_create(&th, NULL, killer, NULL), "thread");
+    /* 64 MiB calls until the root is gone (a few ms each). */
+    int rc = 0;
+    for (int i = 0; i < 100000 && !rc; i++)
+        rc = numacoll_bcast(t, buf, n, 0);
+    /* The first to see it says PEER_DEAD and breaks the team; a member that
+     * was waiting meanwhile may see the broken team first. */
+    CHECK(rc == NUMACOLL_ERR_PEER_DEAD || rc == NUMACOLL_ERR_BROKEN,
+          "rank %d: after the root died: %d (%s)", rank, rc, numacoll_strerror(rc));
+    free(buf);
+    numacoll_team_destroy(t);
+    numacoll_bootstrap_named_free(bs);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "sizes";
@@ -285,8 +478,22 @@ int main(int argc, char **argv)
         rc = nc_fork_run(3, 100, body_ring, NULL, -1) || nc_fork_run(4, 100, body_ring, NULL, -1);
     } else if (!strcmp(mode, "callback")) {
         rc = nc_fork_run(3, 60, body_callback, NULL, -1);
+    } else if (!strcmp(mode, "transports")) {
+        const int ps[] = {1, 2, 3, 4, 8};
+        rc = 0;
+        for (size_t i = 0; i < NC_ARRAY_SIZE(ps) && !rc; i++)
+            if (!(rc = nc_fork_run(ps[i], 240, body_transports, NULL, -1)))
+                printf("p=%d: every transport passed\n", ps[i]);
+    } else if (!strcmp(mode, "refused")) {
+        int seccomp = argc > 2 && !strcmp(argv[2], "seccomp");
+        rc = nc_fork_run(3, 60, body_refused, &seccomp, -1);
+    } else if (!strcmp(mode, "fault")) {
+        rc = nc_fork_run(2, 60, body_fault, NULL, -1) || nc_fork_run(3, 60, body_fault, NULL, -1);
+    } else if (!strcmp(mode, "kill")) {
+        rc = nc_fork_run(3, 60, body_kill, NULL, 0);
     } else {
-        fprintf(stderr, "usage: test_bcast sizes|matrix TREE|wrap|layouts|truncate|ring|callback\n");
+        fprintf(stderr, "usage: test_bcast sizes|matrix TREE|wrap|layouts|truncate|ring|callback|"
+                        "transports|refused [seccomp]|fault|kill\n");
         return 2;
     }
     printf("%s\n", rc ? "FAILED" : "PASSED");

@@ -77,7 +77,9 @@ void nc_info_pages_where(const void *addr, size_t bytes, size_t page, char *buf,
 int nc_info_layout_live(FILE *out, const nc_info_machine_t *m, int p);
 int nc_info_layout_computed(FILE *out, const nc_info_machine_t *m, int p, size_t page);
 
-void nc_info_print_copy(FILE *out);
+/* CMA tried for real, what forbids it, and numacoll's transport choice for
+ * teams of up to np members on `cores` CPUs (cfg: the team's configuration). */
+void nc_info_print_copy(FILE *out, const nc_config_t *cfg, int np, int cores);
 
 #ifdef NUMACOLL_INFO_MPI
 int nc_info_job(const nc_info_opts_t *o, int argc, char **argv);

@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/nc_team.h"
+#include "model/nc_model.h"
 #include "nc_info.h"
 
 static char pattern[4096];
@@ -90,7 +92,54 @@ static void file_line(const char *path, const char *key, char *buf, size_t len)
     fclose(f);
 }
 
-void nc_info_print_copy(FILE *out)
+static void fmt_size(size_t n, char *buf, size_t len)
+{
+    if (n == SIZE_MAX)
+        snprintf(buf, len, "never");
+    else if (n >= (1u << 20) && !(n & ((1u << 20) - 1)))
+        snprintf(buf, len, "%zu MiB", n >> 20);
+    else if (n >= 1024 && !(n & 1023))
+        snprintf(buf, len, "%zu KiB", n >> 10);
+    else
+        snprintf(buf, len, "%zu B", n);
+}
+
+/* What the library does with the verdict: the transport, the cost model and
+ * the switch points it implies (model/nc_model.h). */
+static void print_choice(FILE *out, const nc_config_t *cfg, int np, int cores, int cma_ok)
+{
+    nc_xfer_model_t x;
+    nc_team_cost_model(cfg, &x);
+    const int coop = (int)NC_CFG_NUM(cfg, CMA_COOP);
+    const size_t inl = (size_t)NC_CFG_NUM(cfg, BCAST_INLINE_MAX);
+    fprintf(out, "numacoll's large broadcasts: NUMACOLL_TRANSPORT=%s, NUMACOLL_CMA_COOP=%d%s\n",
+            cfg->v[NC_P_TRANSPORT].text, coop,
+            cma_ok ? "" : " (CMA refused here: every team copies through the segment)");
+    fprintf(out, "cost model (NUMACOLL_COST_*): segment %.2f us + %.0f ps/byte per member copy; "
+                 "CMA %.2f us + %.0f ps/byte per copy\n",
+            x.shm_lat * 1e6, x.shm_byte * 1e12, x.cma_lat * 1e6, x.cma_byte * 1e12);
+    if (NC_CFG_NUM(cfg, TRANSPORT) != NC_TRANSPORT_AUTO || NC_CFG_NUM(cfg, CMA_MIN)) {
+        char b[32];
+        fmt_size((size_t)NC_CFG_NUM(cfg, CMA_MIN), b, sizeof b);
+        fprintf(out, "switch point: set by %s\n",
+                NC_CFG_NUM(cfg, TRANSPORT) == NC_TRANSPORT_SHM   ? "NUMACOLL_TRANSPORT=shm (never)"
+                : NC_CFG_NUM(cfg, TRANSPORT) == NC_TRANSPORT_CMA ? "NUMACOLL_TRANSPORT=cma (always)"
+                                                                 : b);
+        return;
+    }
+    fprintf(out, "switch point to CMA (model), a team of p on %d CPUs:", cores);
+    int shown = 0;
+    for (int p = 2; p <= np || p <= 2; p = p < 4 ? p + 1 : 2 * p) {
+        char b[32];
+        fmt_size(nc_cma_switch_point(&x, p, cores, coop, inl), b, sizeof b);
+        fprintf(out, "%s p=%d: %s", shown++ ? "," : "", p, b);
+    }
+    char b[32];
+    fmt_size(nc_cma_switch_point(&x, 2 * cores, cores, coop, inl), b, sizeof b);
+    fprintf(out, "; oversubscribed p=%d: %s\n", 2 * cores, b);
+}
+
+void nc_info_print_copy(FILE *out, const nc_config_t *cfg, int np, int cores)
 {
     char a[128], b[128];
     for (size_t i = 0; i < sizeof pattern; i++)
@@ -174,6 +223,8 @@ void nc_info_print_copy(FILE *out)
     fprintf(out, "KNEM (/dev/knem): %s; XPMEM (/dev/xpmem): %s\n",
             access("/dev/knem", F_OK) ? "absent" : "present",
             access("/dev/xpmem", F_OK) ? "absent" : "present");
-    fprintf(out, "numacoll itself needs only POSIX shared memory (/dev/shm): %s\n\n",
+    fprintf(out, "numacoll itself needs only POSIX shared memory (/dev/shm): %s\n",
             access("/dev/shm", W_OK) ? "NOT writable" : "writable");
+    print_choice(out, cfg, np, cores, !e2);
+    fprintf(out, "\n");
 }

@@ -158,8 +158,10 @@ int nc_info_job(const nc_info_opts_t *o, int argc, char **argv)
             nc_info_print_params(stdout, &all[0].cfg, all[0].tsize);
             printf("\n");
         }
-        if (o->sections & NC_INFO_COPY)
-            nc_info_print_copy(stdout);
+        if (o->sections & NC_INFO_COPY) {
+            const int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+            nc_info_print_copy(stdout, &all[0].cfg, all[0].tsize > 1 ? all[0].tsize : ncpu, ncpu);
+        }
         fflush(stdout);
     }
     free(all);

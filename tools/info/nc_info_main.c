@@ -234,8 +234,12 @@ int main(int argc, char **argv)
         else
             fflush(stdout);
     }
-    if (o.sections & NC_INFO_COPY)
-        nc_info_print_copy(stdout);
+    if (o.sections & NC_INFO_COPY) {
+        nc_config_t cfg;
+        nc_info_config(&cfg, o.np);
+        int ncpu = cores > 0 ? cores : (int)sysconf(_SC_NPROCESSORS_ONLN);
+        nc_info_print_copy(stdout, &cfg, o.np ? o.np : ncpu, ncpu);
+    }
     if (o.sections & (NC_INFO_TOPOLOGY | NC_INFO_PLACEMENT | NC_INFO_LAYOUT))
         hwloc_topology_destroy(m.topo);
     return 0;

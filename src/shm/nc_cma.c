@@ -1,0 +1,127 @@
+#include "shm/nc_cma.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/uio.h>
+
+#include "common/nc_common.h"
+
+#define PROBE_PATTERN UINT64_C(0x6e756d61636f6c6c) /* "numacoll" */
+
+/* [0]: the pattern the others read; [1]: the sink they write it into. */
+static uint64_t probe_words[2] = {PROBE_PATTERN, 0};
+
+static int yama_scope(void)
+{
+    FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+    int v = -1;
+    if (f) {
+        if (fscanf(f, "%d", &v) != 1)
+            v = -1;
+        fclose(f);
+    }
+    return v;
+}
+
+static pthread_once_t allow_once = PTHREAD_ONCE_INIT;
+static void allow(void)
+{
+    if (yama_scope() == 1 && prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0))
+        nc_log_info(1, "prctl(PR_SET_PTRACER_ANY) failed (%s): CMA may be refused",
+                    strerror(errno));
+}
+
+void nc_cma_allow(void)
+{
+    pthread_once(&allow_once, allow);
+}
+
+uint64_t nc_cma_probe_addr(void)
+{
+    return (uint64_t)(uintptr_t)probe_words;
+}
+
+static void explain(int err, int pid, int fake, char *why, size_t len)
+{
+    const int scope = yama_scope();
+    if (fake)
+        snprintf(why, len, "NUMACOLL_TEST_CMA_FAIL=1 made the probe fail");
+    else if (err == ENOSYS)
+        snprintf(why, len, "process_vm_readv is not available (ENOSYS: a kernel without "
+                           "CONFIG_CROSS_MEMORY_ATTACH, or a seccomp filter)");
+    else if (err == EPERM && scope >= 2)
+        snprintf(why, len, "process_vm_readv of pid %d refused (EPERM): "
+                           "kernel.yama.ptrace_scope=%d; allow it with "
+                           "'sysctl -w kernel.yama.ptrace_scope=1' (numacoll then calls "
+                           "prctl(PR_SET_PTRACER) itself)",
+                 pid, scope);
+    else if (err == EPERM)
+        snprintf(why, len, "process_vm_readv of pid %d refused (EPERM): a seccomp filter (e.g. a "
+                           "container's default profile: docker --cap-add SYS_PTRACE or "
+                           "--security-opt seccomp=unconfined), different users or user "
+                           "namespaces",
+                 pid);
+    else
+        snprintf(why, len, "process_vm_readv of pid %d failed: %s", pid, strerror(err));
+}
+
+int nc_cma_probe(int pid, uint64_t addr, int fake, char *why, size_t whylen)
+{
+    uint64_t got = 0;
+    struct iovec l = {&got, sizeof got}, r = {(void *)(uintptr_t)addr, sizeof got};
+    int err = 0;
+    if (fake)
+        err = EPERM;
+    else if (process_vm_readv(pid, &l, 1, &r, 1, 0) != (ssize_t)sizeof got)
+        err = errno ? errno : EIO;
+    else if (got != PROBE_PATTERN)
+        err = EIO; /* a different library build at that address: do not trust it */
+    else {
+        r.iov_base = (void *)(uintptr_t)(addr + sizeof got);
+        if (process_vm_writev(pid, &l, 1, &r, 1, 0) != (ssize_t)sizeof got)
+            err = errno ? errno : EIO;
+    }
+    if (err)
+        explain(err, pid, fake, why, whylen);
+    return err;
+}
+
+static int copy(int pid, char *local, uint64_t remote, size_t n, int write)
+{
+    while (n) {
+        struct iovec l = {local, n}, r = {(void *)(uintptr_t)remote, n};
+        ssize_t k = write ? process_vm_writev(pid, &l, 1, &r, 1, 0)
+                          : process_vm_readv(pid, &l, 1, &r, 1, 0);
+        if (k > 0) {
+            local += k;
+            remote += (uint64_t)k;
+            n -= (size_t)k;
+            continue;
+        }
+        if (k == 0) /* nothing copied and no error: the range ends in a hole */
+            return NUMACOLL_ERR_FAULT;
+        if (errno == EINTR)
+            continue;
+        if (errno == ESRCH)
+            return NUMACOLL_ERR_PEER_DEAD;
+        if (errno == EFAULT)
+            return NUMACOLL_ERR_FAULT;
+        nc_log_error("process_vm_%s of pid %d: %s", write ? "writev" : "readv", pid,
+                     strerror(errno));
+        return NUMACOLL_ERR_NOTSUP;
+    }
+    return 0;
+}
+
+int nc_cma_read(int pid, void *local, uint64_t remote, size_t n)
+{
+    return copy(pid, local, remote, n, 0);
+}
+
+int nc_cma_write(int pid, uint64_t remote, const void *local, size_t n)
+{
+    return copy(pid, (char *)local, remote, n, 1);
+}
