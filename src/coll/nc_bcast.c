@@ -51,9 +51,13 @@
  * its part (post, fin, addr, len: shm/nc_seg.h).
  * Root, call c (after C1):
  *   K1. C2 with the slot saying CMA, the root's buffer address and w;
- *   K2. if w > 0: for every reader as it posts (post == c, acquire), write
- *       [0, min(w, its len)) into its buffer (none if it posted no buffer);
- *   K3. if w > 0: fin = c (release), and ferr = c first if a write faulted;
+ *   K2. if w > 0: for every reader in rank order after us, wait until it
+ *       posts (post == c) or says it takes no part (fin >= c, Z) (acquire);
+ *       write [0, min(w, its len)) into its buffer (none if it posted no
+ *       buffer);
+ *   K3. if w > 0: ferr = c if a share was not written (a fault on the
+ *       reader's side, or K2 ended by an error), then fin = c (release).
+ *       Every way out of K2 goes through K3;
  *   K4. wait until every reader's fin >= c (acquire): nobody reads our
  *       buffer any more, the caller may change it.
  * Reader, call c (after C3):
@@ -65,9 +69,16 @@
  *       our buffer are complete, and it has taken our post, so a later call
  *       may post again; if the root says its write faulted, read the share;
  *   K8. fin = c (release): we read the root's buffer no more.
- * Pairs: post K5 -> K2; reader's fin K8 -> K4; root's fin K3 -> K7. fin is
- * compared with >=, since a fast member may finish later calls before a slow
- * one looks; post with ==, since it cannot move on before K7.
+ * Reader that passes 0 bytes (deferred, see below):
+ *   Z.  fin = c (release) at once: it keeps nothing and reads nothing.
+ * Pairs: post K5 -> K2; reader's fin K8 or Z -> K2, K4; root's fin K3 -> K7.
+ * post and fin hold 64-bit call numbers (the team's count of calls), so no
+ * old value is taken for a new one. fin is compared with >=, since a fast
+ * member may finish later calls before a slow one looks; post with ==, since
+ * a reader posts again only after K7 of this call, when the root took it.
+ * Waits for fin end only when that member died (wait_fin()). Errors of a
+ * member's own copies (NUMACOLL_ERR_FAULT: its buffer is not accessible;
+ * NOTSUP) fail that member's call only: the protocol is complete everywhere.
  *
  * Deferred calls. A reader that passes 0 bytes has nothing to wait for in a
  * correct program, so, like the MPI libraries, it returns at once without
@@ -278,60 +289,79 @@ static inline size_t cma_share(const numacoll_team_t *t, size_t bytes)
     return NC_CFG_NUM(&t->cfg, CMA_COOP) && w >= NC_CMA_SHARE_MIN ? w : 0;
 }
 
-/* Wait until member i's fin >= c. */
-static int wait_fin(numacoll_team_t *t, int i, uint32_t c)
+/* The 64-bit number of call c (one of the last 2^32 calls): post and fin
+ * hold these, so a value is never mistaken for a later one. */
+static inline uint64_t call64(const numacoll_team_t *t, uint32_t c)
+{
+    return t->bcast_calls - (uint32_t)(t->bcast_call - c);
+}
+
+/* Wait until member i's fin >= c. Only member i's own death ends the wait:
+ * a team broken by someone else's still has i finishing this call (its own
+ * waits end and it publishes fin on every way out), and stopping earlier
+ * would let i touch our buffer after we returned. */
+static int wait_fin(numacoll_team_t *t, int i, uint64_t c)
 {
     nc_backoff_t b;
-    int rc;
     nc_backoff_init(&b, &t->wait);
-    /* acquire: pairs with member i's release of fin in K3 or K8. */
-    while ((int32_t)(atomic_load_explicit(&line(t, i)->fin, memory_order_acquire) - c) < 0)
-        if ((rc = nc_backoff(&b)) < 0)
-            return rc;
+    /* acquire: pairs with member i's release of fin in K3, K8 or Z. */
+    while (atomic_load_explicit(&line(t, i)->fin, memory_order_acquire) < c)
+        if (nc_backoff(&b) < 0) {
+            if (nc_pid_dead(t->pids[i]))
+                return NUMACOLL_ERR_PEER_DEAD;
+            nc_backoff_init(&b, &t->wait);
+        }
     return 0;
 }
 
-/* K2-K4. Errors of our own copies come back after the protocol is complete,
- * so the readers are never left waiting. */
-static int cma_root(numacoll_team_t *t, const char *buf, uint32_t c, size_t w)
+/* Is [p, p + n) of our own memory readable? (After a write into a reader
+ * faulted: whose buffer was it?) */
+static int own_readable(numacoll_team_t *t, const char *p, size_t n)
+{
+    if (!t->cma_bounce && !(t->cma_bounce = malloc(CMA_BOUNCE)))
+        return 1; /* cannot tell: blame the reader, it re-reads and finds out */
+    for (size_t off = 0; off < n; off += CMA_BOUNCE) {
+        size_t k = n - off < CMA_BOUNCE ? n - off : CMA_BOUNCE;
+        if (nc_cma_read(t->pids[t->rank], t->cma_bounce, (uint64_t)(uintptr_t)(p + off), k))
+            return 0;
+    }
+    return 1;
+}
+
+/* K2-K4. Every way out after K1 publishes fin (K3), so the readers are never
+ * left waiting; errors come back after K4. */
+static int cma_root(numacoll_team_t *t, const char *buf, uint32_t c32, size_t w)
 {
     nc_call_ack_t *me = line(t, t->rank);
+    const uint64_t c = call64(t, c32);
     int rc = 0;
     if (w) {
-        /* K2. Serve the readers in the order they arrive. */
-        char *served = calloc((size_t)t->p, 1);
-        int left = t->p - 1, brc;
+        /* K2. Serve the readers in rank order after us; one that finished
+         * without posting (a zero-byte reader, Z) keeps nothing. A failed
+         * wait (a member died) or write ends the serving: ferr tells the
+         * readers to read their share themselves. */
         nc_backoff_t b;
-        if (!served)
-            return NUMACOLL_ERR_NOMEM;
-        served[t->rank] = 1;
-        nc_backoff_init(&b, &t->wait);
-        while (left) {
-            int got = 0;
-            for (int i = 0; i < t->p; i++) {
-                nc_call_ack_t *r = line(t, i);
-                /* acquire: pairs with reader i's release of post in K5. */
-                if (served[i] || atomic_load_explicit(&r->post, memory_order_acquire) != c)
-                    continue;
-                served[i] = 1;
-                left--;
-                got = 1;
-                size_t n = r->len < w ? (size_t)r->len : w;
-                int wrc = r->addr && n ? nc_cma_write(t->pids[i], r->addr, buf, n) : 0;
-                if (wrc == NUMACOLL_ERR_FAULT) {
-                    me->ferr = c; /* published by fin (K3) */
-                    rc = wrc;
-                } else if (wrc) {
-                    free(served);
-                    return wrc;
-                }
-            }
-            if (!got && (brc = nc_backoff(&b)) < 0) {
-                free(served);
-                return brc;
-            }
+        for (int k = 1; k < t->p && !rc; k++) {
+            const int i = (t->rank + k) % t->p;
+            nc_call_ack_t *r = line(t, i);
+            nc_backoff_init(&b, &t->wait);
+            /* acquire: pairs with reader i's release of post in K5 (or of
+             * fin in Z). */
+            while (atomic_load_explicit(&r->post, memory_order_acquire) != c &&
+                   atomic_load_explicit(&r->fin, memory_order_acquire) < c)
+                if ((rc = nc_backoff(&b)) < 0)
+                    break;
+            if (rc || atomic_load_explicit(&r->post, memory_order_relaxed) != c)
+                continue;
+            size_t n = r->len < w ? (size_t)r->len : w;
+            int wrc = r->addr && n ? nc_cma_write(t->pids[i], r->addr, buf, n) : 0;
+            if (wrc == NUMACOLL_ERR_FAULT && own_readable(t, buf, n))
+                me->ferr = c; /* the reader's buffer: it re-reads and finds out */
+            else if (wrc)
+                rc = wrc;
         }
-        free(served);
+        if (rc)
+            me->ferr = c;
         /* K3. release: our writes into the readers' buffers (and ferr) before
          * fin; pairs with the acquire in K7. */
         atomic_store_explicit(&me->fin, c, memory_order_release);
@@ -339,8 +369,8 @@ static int cma_root(numacoll_team_t *t, const char *buf, uint32_t c, size_t w)
     /* K4. */
     for (int i = 0; i < t->p; i++) {
         int wrc;
-        if (i != t->rank && (wrc = wait_fin(t, i, c)))
-            return wrc;
+        if (i != t->rank && (wrc = wait_fin(t, i, c)) && !rc)
+            rc = wrc;
     }
     return rc;
 }
@@ -377,13 +407,14 @@ static void cma_reader_post(numacoll_team_t *t, const cma_call_t *cc, uint32_t c
     me->addr = buf && keep ? (uint64_t)(uintptr_t)buf : 0;
     me->len = buf ? keep : 0;
     /* release: addr and len before post; pairs with the root's acquire in K2. */
-    atomic_store_explicit(&me->post, c, memory_order_release);
+    atomic_store_explicit(&me->post, call64(t, c), memory_order_release);
 }
 
-static int cma_reader_copy(numacoll_team_t *t, const cma_call_t *cc, uint32_t c, int root,
+static int cma_reader_copy(numacoll_team_t *t, const cma_call_t *cc, uint32_t c32, int root,
                            char *buf, numacoll_copy_fn fn, void *ctx, size_t keep)
 {
     nc_call_ack_t *me = line(t, t->rank);
+    const uint64_t c = call64(t, c32);
     const int written = cc->share && buf && keep; /* the root writes our share */
     const size_t start = written ? (cc->share < keep ? (size_t)cc->share : keep) : 0;
     /* K6. */
@@ -393,12 +424,22 @@ static int cma_reader_copy(numacoll_team_t *t, const cma_call_t *cc, uint32_t c,
     /* K7. */
     if (cc->share && (rc2 = wait_fin(t, root, c)))
         return rc2;
-    if (written && line(t, root)->ferr == c && !rc) /* the root's write faulted */
+    if (written && line(t, root)->ferr == c && !rc) /* the root did not write our share */
         rc = cma_read_range(t, root, cc->addr, buf, fn, ctx, 0, start);
     /* K8. release: our reads of the root's buffer are done before it returns;
      * pairs with the acquire in K4. */
     atomic_store_explicit(&me->fin, c, memory_order_release);
     return rc;
+}
+
+/* Z: a reader that passes 0 bytes and defers the call (below) says at once
+ * that it will neither read the root's buffer nor take a share, in case the
+ * root (wrongly) sends data by CMA and waits for it in K2 and K4. */
+static inline void cma_zero(numacoll_team_t *t, uint32_t c)
+{
+    if (t->cma)
+        /* release: pairs with the root's acquires of fin in K2 and K4. */
+        atomic_store_explicit(&line(t, t->rank)->fin, call64(t, c), memory_order_release);
 }
 
 /* C3 for a deferred call: the root must have sent nothing (or it was us). */
@@ -417,10 +458,7 @@ static int resolve(numacoll_team_t *t, uint32_t c)
                  (unsigned)(c - nc_test_seq0), root, total, t->rank);
     cma_call_t cc;
     if (total > t->inline_max && cma_of(sl, &cc)) {
-        /* K5-K8 with nothing to keep. */
-        cma_reader_post(t, &cc, c, NULL, 0);
-        if ((rc = cma_reader_copy(t, &cc, c, root, NULL, NULL, NULL, 0)))
-            return rc;
+        /* nothing to drain: Z told the root when the call was deferred */
     } else if (total > t->inline_max && (rc = sets_reader(t, NULL, 0, total, root, NULL, NULL)))
         return rc;
     return NUMACOLL_ERR_TRUNCATE;
@@ -464,6 +502,7 @@ static int bcast_root(numacoll_team_t *t, char *buf, size_t bytes, numacoll_copy
     if (bytes > t->inline_max && (rc = nc_bcast_flush(t)) && rc != NUMACOLL_ERR_TRUNCATE)
         return rc;
     const uint32_t c = t->bcast_call++;
+    t->bcast_calls++;
     nc_call_slot_t *sl = nc_seg_call(&t->seg, c);
     /* C1. */
     if ((rc2 = ring_wait_free(t, c)))
@@ -486,11 +525,18 @@ static int bcast_root(numacoll_team_t *t, char *buf, size_t bytes, numacoll_copy
         rc = rc2;
     if (cma) {
         t->cma_calls++;
+        /* A root that is not the only root of this call (an erroneous
+         * program) would wait for a post from the other one. */
+        if ((int)sl->root != t->rank) {
+            nc_log_error("bcast call %u of this team: members %d and %u both act as its root",
+                         (unsigned)(c - nc_test_seq0), t->rank, (unsigned)sl->root);
+            return nc_team_fail(t, NUMACOLL_ERR_ROOT);
+        }
         rc2 = cma_root(t, buf, c, cc.share);
-        if (rc2 == NUMACOLL_ERR_FAULT)
-            return rc2;
-        if (rc2)
+        if (rc2 == NUMACOLL_ERR_PEER_DEAD || rc2 == NUMACOLL_ERR_BROKEN)
             return nc_team_fail(t, rc2);
+        if (rc2) /* FAULT, NOTSUP: this call failed here, every member completed it */
+            return rc2;
     } else if (bytes > t->inline_max && (rc2 = sets_root(t, buf, bytes, fn, ctx)))
         return nc_team_fail(t, rc2);
     return rc;
@@ -502,7 +548,9 @@ static int bcast_reader(numacoll_team_t *t, char *buf, size_t mybytes, int root,
     int rc = 0, rc2;
     if (!mybytes) {
         /* Deferred (see above). */
+        cma_zero(t, t->bcast_call);
         t->bcast_call++;
+        t->bcast_calls++;
         if (++t->ring_pending >= NC_CALL_RING / 2)
             return nc_bcast_flush(t);
         return 0;
@@ -510,6 +558,7 @@ static int bcast_reader(numacoll_team_t *t, char *buf, size_t mybytes, int root,
     if ((rc = nc_bcast_flush(t)) && rc != NUMACOLL_ERR_TRUNCATE)
         return rc;
     const uint32_t c = t->bcast_call++;
+    t->bcast_calls++;
     nc_call_slot_t *sl;
     /* C3. */
     if ((rc2 = ring_wait_call(t, c, &sl)))
@@ -537,10 +586,10 @@ static int bcast_reader(numacoll_team_t *t, char *buf, size_t mybytes, int root,
     if (cma) {
         t->cma_calls++;
         rc2 = cma_reader_copy(t, &cc, c, sroot, buf, fn, ctx, keep);
-        if (rc2 == NUMACOLL_ERR_FAULT || rc2 == NUMACOLL_ERR_NOMEM)
-            return rc2;
-        if (rc2)
+        if (rc2 == NUMACOLL_ERR_PEER_DEAD || rc2 == NUMACOLL_ERR_BROKEN)
             return nc_team_fail(t, rc2);
+        if (rc2) /* FAULT, NOTSUP, NOMEM: this call failed here, every member completed it */
+            return rc2;
     } else if (total > t->inline_max && (rc2 = sets_reader(t, buf, mybytes, total, sroot, fn, ctx)))
         return nc_team_fail(t, rc2);
     return rc;

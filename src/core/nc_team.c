@@ -45,7 +45,7 @@ static const int agreed[] = {NC_P_BCAST_FRAG_SIZE, NC_P_BCAST_QUEUE_LEN, NC_P_BC
                              NC_P_BARRIER_ALG,     NC_P_BARRIER_TREE,    NC_P_BARRIER_NUMA,
                              NC_P_REDUCE_FRAG_SIZE, NC_P_REDUCE_SLOTS,   NC_P_REDUCE_SMALL_MAX,
                              NC_P_REDUCE_NUMA,     NC_P_GATHER_FRAG_SIZE, NC_P_GATHER_SLOTS,
-                             NC_P_GATHER_INLINE_MAX};
+                             NC_P_GATHER_INLINE_MAX, NC_P_TRANSPORT};
 #define NC_NAGREED ((int)NC_ARRAY_SIZE(agreed))
 
 typedef struct rec1 {
@@ -535,6 +535,7 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     t->wait.broken = &nc_seg_hdr(&t->seg)->broken;
     t->wait.spin_limit = t->oversubscribed ? 0 : (uint32_t)NC_CFG_NUM(&cfg, SPIN_COUNT);
     t->bcast_call = t->bcast_op = nc_test_seq0;
+    t->bcast_calls = NC_CALLS64_0(nc_test_seq0);
     t->ring_acked = nc_test_seq0 - 1u;
     t->inline_max = (size_t)NC_CFG_NUM(&cfg, BCAST_INLINE_MAX);
     t->cma_min = cma_switch(t);

@@ -30,6 +30,7 @@ struct numacoll_team {
 
     /* bcast: identical on every member; call: once per call, op: once per set use */
     uint32_t bcast_call;
+    uint64_t bcast_calls;  /* the same count in 64 bits (CMA: coll/nc_bcast.c) */
     uint32_t bcast_op;
     int bcast_set;
     uint32_t ring_acked;   /* lowest ack of the others, as last read (roots only) */

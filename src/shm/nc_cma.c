@@ -73,6 +73,7 @@ int nc_cma_probe(int pid, uint64_t addr, int fake, char *why, size_t whylen)
     uint64_t got = 0;
     struct iovec l = {&got, sizeof got}, r = {(void *)(uintptr_t)addr, sizeof got};
     int err = 0;
+    errno = 0;
     if (fake)
         err = EPERM;
     else if (process_vm_readv(pid, &l, 1, &r, 1, 0) != (ssize_t)sizeof got)
@@ -81,6 +82,7 @@ int nc_cma_probe(int pid, uint64_t addr, int fake, char *why, size_t whylen)
         err = EIO; /* a different library build at that address: do not trust it */
     else {
         r.iov_base = (void *)(uintptr_t)(addr + sizeof got);
+        errno = 0;
         if (process_vm_writev(pid, &l, 1, &r, 1, 0) != (ssize_t)sizeof got)
             err = errno ? errno : EIO;
     }

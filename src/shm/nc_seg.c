@@ -143,9 +143,9 @@ int nc_seg_create(nc_seg_t *seg, const nc_layout_t *l, uint32_t seq0, char *why,
         nc_call_ack_t *a = nc_seg_ack(seg, i);
         atomic_store_explicit(&a->done, seq0 - 1u, memory_order_relaxed);
         /* CMA: nothing posted, every call before seq0 finished, none faulted */
-        atomic_store_explicit(&a->post, seq0 - 1u, memory_order_relaxed);
-        atomic_store_explicit(&a->fin, seq0 - 1u, memory_order_relaxed);
-        a->ferr = seq0 - 1u;
+        atomic_store_explicit(&a->post, NC_CALLS64_0(seq0) - 1u, memory_order_relaxed);
+        atomic_store_explicit(&a->fin, NC_CALLS64_0(seq0) - 1u, memory_order_relaxed);
+        a->ferr = NC_CALLS64_0(seq0) - 1u;
     }
     for (int k = 0; k < l->q; k++) {
         nc_set_ctl_t *sc = nc_seg_set(seg, k);

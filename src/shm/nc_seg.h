@@ -118,15 +118,20 @@ NC_STATIC_ASSERT(sizeof(nc_call_slot_t) == NC_CALL_SLOT_BYTES, "a call slot is 4
 
 typedef struct nc_call_ack {
     _Atomic uint32_t done NC_ALIGNED(NC_CACHELINE);
-    /* CMA broadcasts (coll/nc_bcast.c, K1-K7), written by this member only:
+    /* CMA broadcasts (coll/nc_bcast.c, K1-K8, Z), written by this member
+     * only, 64-bit call numbers:
      * post: the call whose addr and len (this reader's buffer) are set;
      * fin: the last call this member finished its copies of;
-     * ferr: (root) the call in which a write into a reader faulted. */
-    _Atomic uint32_t post, fin;
-    uint32_t ferr;
+     * ferr: (root) the last call in which it did not write a reader's share. */
+    _Atomic uint64_t post, fin;
+    uint64_t ferr;
     uint64_t addr, len;
 } nc_call_ack_t;
 NC_STATIC_ASSERT(sizeof(nc_call_ack_t) == NC_CACHELINE, "an ack is one line");
+
+/* The 64-bit count of broadcast calls of a team created with counters at
+ * seq0 starts here (coll/nc_bcast.c; post and fin above). */
+#define NC_CALLS64_0(seq0) ((UINT64_C(1) << 32) + (uint32_t)(seq0))
 
 typedef struct nc_set_ctl {
     /* Line 0, written by the root of the call that uses the set. */

@@ -199,6 +199,30 @@ static int body_ring(int rank, int p, const char *name, void *arg)
     rc = numacoll_bcast(t, buf, 90000, rank == p - 1 ? 1 : 0);
     CHECK(rc == (rank == p - 1 ? NUMACOLL_ERR_ROOT : 0), "rank %d: root mismatch: %d", rank, rc);
     CHECK(rank == p - 1 || nc_pattern_check(buf, 90000, 7) < 0, "rank %d: data", rank);
+    /* 6. Rank 1 passes 0 bytes for a large call and then waits for the root
+     * outside numacoll (as a program waiting in MPI_Recv would): the root
+     * must return without it (with CMA: step Z of coll/nc_bcast.c). */
+    char marker[128];
+    snprintf(marker, sizeof marker, "/tmp/nc-test-ring-%s-%d", name + (name[0] == '/'), p);
+    if (rank == 0)
+        nc_pattern_fill(buf, 200000, 8);
+    rc = numacoll_bcast(t, buf, rank == 1 ? 0 : 200000, 0);
+    CHECK(rc == 0, "rank %d: deferred call before the wait: %d", rank, rc);
+    if (rank == 0) {
+        FILE *f = fopen(marker, "w");
+        CHECK(f, "marker %s", marker);
+        fclose(f);
+    } else if (rank == 1) {
+        int waited = 0;
+        while (access(marker, F_OK) && waited++ < 10000)
+            usleep(1000);
+        CHECK(!access(marker, F_OK), "rank 1: the root did not return while rank 1 waited");
+    }
+    rc = numacoll_barrier(t);
+    CHECK(rc == (rank == 1 ? NUMACOLL_ERR_TRUNCATE : 0), "rank %d: barrier after: %d", rank, rc);
+    CHECK(rank == 1 || nc_pattern_check(buf, 200000, 8) < 0, "rank %d: data", rank);
+    if (rank == 0)
+        unlink(marker);
     /* The team is still fine. */
     if (one_call(t, buf, 40, 1, ++call, rank) || one_call(t, buf, 5000, 2 % p, ++call, rank))
         return 1;
@@ -379,6 +403,16 @@ static int body_fault(int rank, int p, const char *name, void *arg)
     int rc = numacoll_bcast(t, m, n, 0);
     CHECK(rc == (rank == bad ? NUMACOLL_ERR_FAULT : 0), "rank %d: reader hole: %d", rank, rc);
     CHECK(rank == bad || nc_pattern_check(m, n, 9) < 0, "rank %d: data", rank);
+    CHECK(!mprotect(m, n + page, PROT_READ | PROT_WRITE), "mprotect");
+    /* 1b. The same reader's hole is in the share the root writes (the first
+     * page): the root's write faults on the reader's side, the root is fine. */
+    CHECK(!mprotect(m, page, rank == bad ? PROT_NONE : PROT_READ | PROT_WRITE), "mprotect");
+    if (rank == 0)
+        nc_pattern_fill(m, n, 12);
+    rc = numacoll_bcast(t, m, n, 0);
+    CHECK(rc == (rank == bad ? NUMACOLL_ERR_FAULT : 0), "rank %d: reader hole in the share: %d",
+          rank, rc);
+    CHECK(rank == bad || nc_pattern_check(m, n, 12) < 0, "rank %d: data", rank);
     CHECK(!mprotect(m, n + page, PROT_READ | PROT_WRITE), "mprotect");
     /* 2. The root's buffer has a hole in its own share (the first page). */
     if (rank == 0) {

@@ -22,7 +22,16 @@
  *      (NUMACOLL_REDUCE_SMALL_MAX) and the slot size (NUMACOLL_REDUCE_FRAG_SIZE),
  *      then checks the pair against the built-in defaults size by size and
  *      writes the defaults when it is slower anywhere;
+ *   5c. transports: MPI_Bcast through the wrapper, off-cache, forced through
+ *      the segment and by CMA (single copy) at two sizes: the lines' constants
+ *      are the cost model's (NUMACOLL_COST_*, model/nc_model.h); the
+ *      cooperative CMA it then predicts is checked against a measurement;
+ *   5d. the whole choice (steps 3-5c) against the built-in defaults, size by
+ *      size from 0 B to 16 MiB in one interleaved run: wherever the choice is
+ *      slower, the tune file keeps the defaults (for the queue, for the
+ *      transport, or for both), so a tune file never makes a size slower;
  *   6. the tune file section (--output), the plots (--plot).
+ * Steps 2-5 tune the queue: they force NUMACOLL_TRANSPORT=shm.
  */
 #include <getopt.h>
 #include <limits.h>
@@ -37,6 +46,8 @@
 #include <unistd.h>
 
 #include "config/nc_tunefile.h"
+#include "core/nc_team.h"
+#include "model/nc_model.h"
 #include "nc_tune_model.h"
 #include "numacoll.h"
 #include "nc_tool_abort.h"
@@ -293,6 +304,202 @@ static void fmt_size(double b, char *buf, size_t len)
         snprintf(buf, len, "%.0fK", b / (1 << 10));
     else
         snprintf(buf, len, "%.0f", b);
+}
+
+/* ---- 5c, 5d. transports, and the choice against the defaults ------------------------ */
+
+/* A duplicate of MPI_COMM_WORLD whose team takes `n` tunables (name, value);
+ * a NULL value restores the default. */
+static MPI_Comm bcast_comm(const char *const kv[][2], int n, char *buf)
+{
+    for (int i = 0; i < n; i++)
+        numacoll_param_set(kv[i][0], kv[i][1] ? kv[i][1] : nc_param_desc(nc_param_lookup(kv[i][0]))->defval);
+    MPI_Comm c;
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    MPI_Bcast(buf, 1, MPI_BYTE, 0, c); /* sets numacoll up on c with these values */
+    int active = numacoll_mpi_comm_active(c), all;
+    PMPI_Allreduce(&active, &all, 1, MPI_INT, MPI_MIN, node);
+    if (all != 1)
+        say("   warning: numacoll is not active on the duplicate (%d): measuring the MPI "
+            "library's broadcast\n",
+            all);
+    return c;
+}
+
+typedef struct xfer_choice {
+    int measured;      /* the constants below come from this node */
+    nc_xfer_model_t x;
+    int k;             /* CPUs of the team */
+} xfer_choice_t;
+
+static xfer_choice_t tune_transport(const opts_t *o, char *buf, size_t bufbytes)
+{
+    xfer_choice_t r = {0};
+    /* The lines are those of the built-in queue (its f, s, q, tree). */
+#define DEFAULT_QUEUE {"BCAST_FRAG_SIZE", NULL}, {"BCAST_QUEUE_LEN", NULL}, {"BCAST_SETS", NULL}, \
+                      {"BCAST_TREE", NULL}
+    const char *shm[][2] = {{"TRANSPORT", "shm"}, {"CMA_COOP", NULL}, DEFAULT_QUEUE};
+    const char *one[][2] = {{"TRANSPORT", "cma"}, {"CMA_COOP", "0"}, DEFAULT_QUEUE};
+    const char *coop[][2] = {{"TRANSPORT", "cma"}, {"CMA_COOP", "1"}, DEFAULT_QUEUE};
+#undef DEFAULT_QUEUE
+    say("5c. transports: MPI_Bcast off-cache, through the segment and by CMA (single copy)\n");
+    /* The single copy first: its team's probe says whether CMA is allowed. */
+    MPI_Comm c = bcast_comm(one, 6, buf);
+    numacoll_team_t *t = numacoll_mpi_comm_team(c);
+    int ok = t && t->cma, all;
+    r.k = t ? t->ncpus : 1;
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, node);
+    if (t)
+        nc_team_cost_model(&t->cfg, &r.x); /* the defaults, kept if nothing is measured */
+    if (!all) {
+        say("   CMA is not allowed between these ranks (%s): nothing to choose\n\n",
+            t ? t->cma_why : "no team");
+        MPI_Comm_free(&c);
+        numacoll_param_set("TRANSPORT", "shm");
+        return r;
+    }
+    const double m1 = 256 << 10, m2 = fmin(4 << 20, (double)bufbytes / 4);
+    double ts[2], tc[2], tco[2];
+    tc[0] = time_mpi_bcast(c, buf, bufbytes, (size_t)m1, o);
+    tc[1] = time_mpi_bcast(c, buf, bufbytes, (size_t)m2, o);
+    MPI_Comm_free(&c);
+    c = bcast_comm(shm, 6, buf);
+    ts[0] = time_mpi_bcast(c, buf, bufbytes, (size_t)m1, o);
+    ts[1] = time_mpi_bcast(c, buf, bufbytes, (size_t)m2, o);
+    MPI_Comm_free(&c);
+    c = bcast_comm(coop, 6, buf);
+    tco[0] = time_mpi_bcast(c, buf, bufbytes, (size_t)m1, o);
+    tco[1] = time_mpi_bcast(c, buf, bufbytes, (size_t)m2, o);
+    MPI_Comm_free(&c);
+    numacoll_param_set("TRANSPORT", "shm");
+    numacoll_param_set("CMA_COOP", "1");
+    /* Invert the lines of model/nc_model.h for this p and k. */
+    const double ss = (ts[1] - ts[0]) / (m2 - m1), sc = (tc[1] - tc[0]) / (m2 - m1);
+    if (ss > 0 && sc > 0) {
+        r.measured = 1;
+        r.x.shm_byte = ss / fmax(1.0, (double)p / r.k);
+        r.x.shm_lat = fmax(0, ts[0] - ss * m1);
+        r.x.cma_byte = sc / fmax(1.0, (p - 1.0) / r.k);
+        r.x.cma_lat = fmax(0, tc[0] - sc * m1);
+    }
+    char a[32], b2[32];
+    fmt_size(m1, a, sizeof a);
+    fmt_size(m2, b2, sizeof b2);
+    say("   %-22s %10s %10s\n", "", a, b2);
+    say("   %-22s %10.2f %10.2f us\n", "segment", ts[0] * 1e6, ts[1] * 1e6);
+    say("   %-22s %10.2f %10.2f us\n", "CMA, single copy", tc[0] * 1e6, tc[1] * 1e6);
+    say("   %-22s %10.2f %10.2f us (model: %.2f %.2f)\n", "CMA, cooperative", tco[0] * 1e6,
+        tco[1] * 1e6, 1e6 * nc_xfer_time_cma(&r.x, m1, p, r.k, 1),
+        1e6 * nc_xfer_time_cma(&r.x, m2, p, r.k, 1));
+    if (!r.measured) {
+        say("   the times do not grow with the size: keeping the built-in constants\n\n");
+        return r;
+    }
+    const size_t sw = nc_cma_switch_point(&r.x, p, r.k, 1, (size_t)NC_CFG_NUM(&t->cfg, BCAST_INLINE_MAX));
+    if (sw == SIZE_MAX)
+        snprintf(a, sizeof a, "never");
+    else
+        snprintf(a, sizeof a, "%zu", sw);
+    say("   constants: segment %.2f us + %.0f ps/byte, CMA %.2f us + %.0f ps/byte; "
+        "switch point for p=%d on %d CPUs: %s\n\n",
+        r.x.shm_lat * 1e6, r.x.shm_byte * 1e12, r.x.cma_lat * 1e6, r.x.cma_byte * 1e12, p, r.k, a);
+    return r;
+}
+
+/* The tunables a choice sets (NULL value: the default). */
+typedef struct choice_kv {
+    const char *kv[9][2];
+    char v[9][32];
+    int n;
+} choice_kv_t;
+
+static void choice_add(choice_kv_t *c, const char *k, const char *v)
+{
+    snprintf(c->v[c->n], sizeof c->v[c->n], "%s", v ? v : "");
+    c->kv[c->n][0] = k;
+    c->kv[c->n][1] = v ? c->v[c->n] : NULL;
+    c->n++;
+}
+
+static void choice_of(choice_kv_t *c, const nc_tune_setting_t *q, const char *tree,
+                      const xfer_choice_t *x)
+{
+    char v[32];
+    c->n = 0;
+    snprintf(v, sizeof v, "%zu", q ? q->f : 0);
+    choice_add(c, "BCAST_FRAG_SIZE", q ? v : NULL);
+    snprintf(v, sizeof v, "%d", q ? q->s : 0);
+    choice_add(c, "BCAST_QUEUE_LEN", q ? v : NULL);
+    snprintf(v, sizeof v, "%d", q ? q->q : 0);
+    choice_add(c, "BCAST_SETS", q ? v : NULL);
+    choice_add(c, "BCAST_TREE", q ? tree : NULL);
+    choice_add(c, "TRANSPORT", NULL);
+    const int m = x && x->measured;
+    snprintf(v, sizeof v, "%.0f", m ? x->x.shm_lat * 1e9 : 0);
+    choice_add(c, "COST_SHM_NS", m ? v : NULL);
+    snprintf(v, sizeof v, "%.0f", m ? fmax(1, x->x.shm_byte * 1e12) : 0);
+    choice_add(c, "COST_SHM_PS", m ? v : NULL);
+    snprintf(v, sizeof v, "%.0f", m ? x->x.cma_lat * 1e9 : 0);
+    choice_add(c, "COST_CMA_NS", m ? v : NULL);
+    snprintf(v, sizeof v, "%.0f", m ? fmax(1, x->x.cma_byte * 1e12) : 0);
+    choice_add(c, "COST_CMA_PS", m ? v : NULL);
+}
+
+/* 5d. Candidates: 0 the built-in defaults, 1 the tuned queue with the default
+ * transport constants, 2 the default queue with the tuned constants, 3 both.
+ * Returns the candidate to write: the one with the most tuning that is
+ * nowhere slower than the defaults by more than the noise (KEEP_NOISE). */
+#define KEEP_NOISE 1.03
+#define KEEP_NOISE_S 0.1e-6
+static int validate(const opts_t *o, const nc_tune_setting_t *q, const char *tree,
+                    const xfer_choice_t *x, char *buf, size_t bufbytes)
+{
+    static const double sizes[] = {0, 64, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216};
+    enum { NS = sizeof sizes / sizeof sizes[0] };
+    double tm[4][NS];
+    choice_kv_t ck[4];
+    choice_of(&ck[0], NULL, tree, NULL);
+    choice_of(&ck[1], q, tree, NULL);
+    choice_of(&ck[2], NULL, tree, x);
+    choice_of(&ck[3], q, tree, x);
+    MPI_Comm c[4];
+    for (int i = 0; i < 4; i++)
+        c[i] = bcast_comm(ck[i].kv, ck[i].n, buf);
+    say("5d. the choice against the built-in defaults: MPI_Bcast off-cache, interleaved [us]\n");
+    say("   %10s %10s %10s %10s %10s\n", "m", "defaults", "queue", "transport", "both");
+    for (int k = 0; k < NS; k++) {
+        const size_t m = (size_t)fmin(sizes[k], (double)bufbytes / 4);
+        for (int i = 0; i < 4; i++)
+            tm[i][k] = time_mpi_bcast(c[i], buf, bufbytes, m, o);
+        /* A candidate slower than the defaults is measured twice more, with
+         * the defaults, and keeps its best: one disturbed point must not
+         * decide, a real slowdown stays. */
+        for (int r = 0; r < 2; r++)
+            for (int i = 1; i < 4; i++)
+                if (tm[i][k] > tm[0][k] * KEEP_NOISE + KEEP_NOISE_S) {
+                    tm[0][k] = fmin(tm[0][k], time_mpi_bcast(c[0], buf, bufbytes, m, o));
+                    tm[i][k] = fmin(tm[i][k], time_mpi_bcast(c[i], buf, bufbytes, m, o));
+                }
+        say("   %10zu %10.2f %10.2f %10.2f %10.2f\n", m, tm[0][k] * 1e6, tm[1][k] * 1e6,
+            tm[2][k] * 1e6, tm[3][k] * 1e6);
+    }
+    for (int i = 0; i < 4; i++)
+        MPI_Comm_free(&c[i]);
+    int pick = 0;
+    static const int order[] = {3, 1, 2};
+    for (int j = 0; j < 3 && !pick; j++) {
+        int i = order[j], ok = 1;
+        for (int k = 0; k < NS; k++)
+            ok &= tm[i][k] <= tm[0][k] * KEEP_NOISE + KEEP_NOISE_S;
+        if (ok)
+            pick = i;
+    }
+    static const char *what[] = {"the built-in defaults (the tuned values were slower at some size)",
+                                 "the tuned queue, the default transport constants",
+                                 "the default queue, the tuned transport constants",
+                                 "the tuned queue and transport constants"};
+    say("   -> the tune file gets %s\n\n", what[pick]);
+    return pick;
 }
 
 /* ---- 5b. reductions ---------------------------------------------------------------- */
@@ -670,6 +877,7 @@ int main(int argc, char **argv)
     }
     page = (size_t)sysconf(_SC_PAGESIZE);
     double t_start = now();
+    numacoll_param_set("TRANSPORT", "shm"); /* steps 2-5 tune the queue */
 
     nc_tune_sig_t sig;
     if (nc_tune_sig_local(&sig)) {
@@ -886,6 +1094,16 @@ int main(int argc, char **argv)
     /* 5b. */
     const red_choice_t red = tune_reductions(&o);
 
+    /* 5c, 5d: a pool of 64 MiB (or the queue's buffer if larger), off-cache. */
+    size_t vbytes = bufbytes > ((size_t)64 << 20) ? bufbytes : (size_t)64 << 20;
+    char *vbuf = malloc(vbytes);
+    if (!vbuf)
+        nc_tool_abort(MPI_COMM_WORLD, 1);
+    memset(vbuf, rank + 1, vbytes);
+    const xfer_choice_t xc = tune_transport(&o, vbuf, vbytes);
+    const int keep = validate(&o, &best, tree, &xc, vbuf, vbytes);
+    free(vbuf);
+
     /* 6. */
     nc_tune_section_t sec;
     memset(&sec, 0, sizeof sec);
@@ -901,13 +1119,11 @@ int main(int argc, char **argv)
         {"info.model_s", (double)model_choice.s, "%.0f"},
     };
     int ok = 1;
-    snprintf(v, sizeof v, "%zu", best.f);
-    ok &= !nc_tune_section_set(&sec, "BCAST_FRAG_SIZE", v, err, sizeof err);
-    snprintf(v, sizeof v, "%d", best.s);
-    ok &= !nc_tune_section_set(&sec, "BCAST_QUEUE_LEN", v, err, sizeof err);
-    snprintf(v, sizeof v, "%d", best.q);
-    ok &= !nc_tune_section_set(&sec, "BCAST_SETS", v, err, sizeof err);
-    ok &= !nc_tune_section_set(&sec, "BCAST_TREE", tree, err, sizeof err);
+    choice_kv_t ck;
+    choice_of(&ck, keep & 1 ? &best : NULL, tree, keep & 2 ? &xc : NULL);
+    for (int k = 0; k < ck.n; k++)
+        if (ck.kv[k][1]) /* absent: the default */
+            ok &= !nc_tune_section_set(&sec, ck.kv[k][0], ck.kv[k][1], err, sizeof err);
     snprintf(v, sizeof v, "%zu", red.small_max);
     ok &= !nc_tune_section_set(&sec, "REDUCE_SMALL_MAX", v, err, sizeof err);
     snprintf(v, sizeof v, "%zu", red.frag);
