@@ -109,9 +109,9 @@ static inline void copy_frag(char *buf, numacoll_copy_fn fn, void *ctx, size_t o
 {
     if (buf) {
         if (to_shm)
-            memcpy(shm, buf + off, len);
+            nc_copy(shm, buf + off, len);
         else
-            memcpy(buf + off, shm, len);
+            nc_copy(buf + off, shm, len);
     } else {
         fn(ctx, off, shm, len);
     }

@@ -404,7 +404,7 @@ static int read_step(numacoll_team_t *t, xg_state_t *st, xg_rd_t *r, uint64_t c,
     const size_t len = r->bytes - r->off < fs ? r->bytes - r->off : fs;
     if (r->off < r->to.n) {
         const size_t keep = r->to.n - r->off < len ? r->to.n - r->off : len;
-        memcpy(r->to.p + r->off, slot_data(st, r->src, k), keep);
+        nc_copy(r->to.p + r->off, slot_data(st, r->src, k), keep);
     }
     r->off += len;
     /* release: my copy out of the slot happens before its writer reuses it;
@@ -478,7 +478,7 @@ static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
                          me, from.n, to.n);
         }
         if (from.p != to.p)
-            memcpy(to.p, from.p, from.n < to.n ? from.n : to.n);
+            nc_copy(to.p, from.p, from.n < to.n ? from.n : to.n);
     }
 
     /* 3 */
@@ -505,7 +505,7 @@ static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
             const size_t fs = frag_of(st, w->from.n);
             const size_t off = (size_t)(x - w->start) * fs;
             const size_t len = w->from.n - off < fs ? w->from.n - off : fs;
-            memcpy(slot_data(st, me, k), w->from.p + off, len);
+            nc_copy(slot_data(st, me, k), w->from.p + off, len);
             st->need[k] += (uint64_t)readers;
             /* release: the fragment before its position; pairs with the
              * acquire of sseq in read_step() (3r). */
@@ -681,7 +681,7 @@ NUMACOLL_API int numacoll_alltoallv(numacoll_team_t *t, const void *sendbuf,
                 hi = rdispls[k] + recvbytes[k];
         if (!(copy = malloc(hi ? hi : 1)))
             return NUMACOLL_ERR_NOMEM;
-        memcpy(copy, recvbuf, hi);
+        nc_copy(copy, recvbuf, hi);
         cl.sbase = copy;
         cl.scounts = recvbytes;
         cl.sdispls = rdispls;
@@ -703,7 +703,7 @@ NUMACOLL_API int numacoll_alltoall(numacoll_team_t *t, const void *sendbuf, void
         const size_t all = (size_t)t->p * bytes;
         if (!(copy = malloc(all ? all : 1)))
             return NUMACOLL_ERR_NOMEM;
-        memcpy(copy, recvbuf, all);
+        nc_copy(copy, recvbuf, all);
         cl.sbase = copy;
     }
     int rc = run(t, &cl);

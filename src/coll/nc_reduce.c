@@ -432,7 +432,7 @@ static void combine(const red_op_t *op, char *dst, const char *const *src, int p
     if (!n)
         return;
     if (p == 1) {
-        memcpy(dst, src[0], n * op->es);
+        nc_copy(dst, src[0], n * op->es);
         return;
     }
     if (op->k) {
@@ -441,7 +441,7 @@ static void combine(const red_op_t *op, char *dst, const char *const *src, int p
             op->k->fold(dst, src[k], n);
         return;
     }
-    memcpy(dst, src[p - 1], n * op->es);
+    nc_copy(dst, src[p - 1], n * op->es);
     for (int k = p - 2; k >= 0; k--)
         op->user->fn(src[k], dst, n, op->user->ctx);
 }
@@ -527,7 +527,7 @@ static void post(const red_state_t *st, red_slot_t *sl, uint32_t r, const red_op
     sl->bytes = bytes;
     char *d = data_of(sl);
     if (small || (whole && me != root)) {
-        memcpy(d, in, len);
+        nc_copy(d, in, len);
     } else if (whole) {
         /* the root of a whole-round reduce: its data is read by itself only */
     } else {
@@ -538,12 +538,12 @@ static void post(const red_state_t *st, red_slot_t *sl, uint32_t r, const red_op
             slice_of(m, es, p, k, &lo, &hi);
             if (mine_slice(st, p, me, two, k)) {
                 if (lo > run)
-                    memcpy(d + run * es, in + run * es, (lo - run) * es);
+                    nc_copy(d + run * es, in + run * es, (lo - run) * es);
                 run = hi;
             }
         }
         if (m > run)
-            memcpy(d + run * es, in + run * es, (m - run) * es);
+            nc_copy(d + run * es, in + run * es, (m - run) * es);
     }
     /* release: header and data before seq; pairs with the acquire in
      * wait_posted() (step 3). */
@@ -632,7 +632,7 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
                 char *wdst = in != out ? out + off : st->part;
                 combine(op, wdst, st->src, p, m);
                 if (wdst != out + off)
-                    memcpy(out + off, wdst, len);
+                    nc_copy(out + off, wdst, len);
             }
             finish_round(st, me, r); /* 6. */
             off += len;
@@ -689,7 +689,7 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
                     continue;
                 if (k != me && (rc2 = wait_done(t, st->ctl[k], r)))
                     return nc_team_fail(t, rc2);
-                memcpy(out + off + klo * es, data_of(slot_of(st, k)) + klo * es,
+                nc_copy(out + off + klo * es, data_of(slot_of(st, k)) + klo * es,
                        (khi - klo) * es);
             }
         finish_round(st, me, r); /* 6. */

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/nc_common.h"
 #include "nc_mpi.h"
 #include "nc_mpi_dtype.h"
 
@@ -87,7 +88,7 @@ static int inter(nc_mpi_comm_t *c, void *buf, int count, MPI_Datatype dt, size_t
     PMPI_Bcast(*scratch, (int)hdr[0], MPI_BYTE, root_node, c->leaders);
     size_t keep = bytes < hdr[0] ? bytes : hdr[0];
     if (contig) {
-        memcpy(start, *scratch, keep);
+        nc_copy(start, *scratch, keep);
     } else {
         /* Whole elements that fit. */
         int size;

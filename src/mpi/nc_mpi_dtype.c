@@ -1,5 +1,6 @@
 #include "nc_mpi_dtype.h"
 
+#include "common/nc_common.h"
 #include "nc_mpi.h"
 
 #include <stdlib.h>
@@ -129,7 +130,7 @@ void nc_dtype_pack(void *ctx, size_t off, void *shm, size_t len)
         size_t in = off - (size_t)s->first * s->esize;
         size_t avail = window_elems(s, s->first) * s->esize - in;
         size_t n = len < avail ? len : avail;
-        memcpy(dst, s->stage + in, n);
+        nc_copy(dst, s->stage + in, n);
         dst += n;
         off += n;
         len -= n;
@@ -153,7 +154,7 @@ void nc_dtype_unpack(void *ctx, size_t off, void *shm, size_t len)
         }
         size_t wbytes = window_elems(s, s->first) * s->esize;
         size_t n = wbytes - s->filled < len ? wbytes - s->filled : len;
-        memcpy(s->stage + s->filled, src, n);
+        nc_copy(s->stage + s->filled, src, n);
         s->filled += n;
         src += n;
         off += n;

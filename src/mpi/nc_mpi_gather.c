@@ -302,7 +302,7 @@ static int node_gather(const nc_mpi_comm_t *c, const nodes_t *nd, const void *mi
         if (mybytes != sz[0])
             return NUMACOLL_ERR_TRUNCATE;
         if (mybytes)
-            memcpy(buf, mine, mybytes);
+            nc_copy(buf, mine, mybytes);
         return 0;
     }
     size_t *dsp = malloc(sizeof(size_t) * (size_t)nn);
@@ -366,7 +366,7 @@ static int hier_allgather(nc_mpi_comm_t *c, const void *mine, size_t mybytes, si
     for (int i = 0; i < p; i++) {
         const int r = nd.at[i];
         if (!(ip && r == me) && sz[i])
-            memcpy(R->base + R->dsp[r], all + at, sz[i]);
+            nc_copy(R->base + R->dsp[r], all + at, sz[i]);
         at += sz[i];
     }
     nodes_fini(&nd);
@@ -473,7 +473,7 @@ static int hier_gather(nc_mpi_comm_t *c, const xcall_t *x, const void *mine, siz
                 const int r = nd.at[i];
                 if (r != me || x->sbuf != MPI_IN_PLACE)
                     if (R->cnt[r])
-                        memcpy(R->base + R->dsp[r], all + at, R->cnt[r]);
+                        nc_copy(R->base + R->dsp[r], all + at, R->cnt[r]);
                 at += R->cnt[r];
             }
         }
@@ -542,7 +542,7 @@ static int hier_scatter(nc_mpi_comm_t *c, const xcall_t *x, const side_t *S, voi
             for (int i = 0; i < p; i++) {
                 const int r = nd.at[i];
                 if (S->cnt[r])
-                    memcpy(all + at, S->base + S->dsp[r], S->cnt[r]);
+                    nc_copy(all + at, S->base + S->dsp[r], S->cnt[r]);
                 at += S->cnt[r];
             }
             if (!leader) {
@@ -582,7 +582,7 @@ static int hier_scatter(nc_mpi_comm_t *c, const xcall_t *x, const side_t *S, voi
         rc2 = numacoll_scatterv(c->team, part, sz, dsp, mine, mybytes, 0);
     } else {
         rc2 = mybytes == ntot ? 0 : NUMACOLL_ERR_TRUNCATE;
-        memcpy(mine, part, mybytes < ntot ? mybytes : ntot);
+        nc_copy(mine, part, mybytes < ntot ? mybytes : ntot);
     }
     if (!rc)
         rc = rc2;
@@ -720,7 +720,7 @@ static int xg_mpi(xcall_t *x)
                 hi = S.dsp[k] + S.cnt[k];
         if (!(S.scratch = malloc(hi ? hi : 1)))
             PMPI_Abort(x->comm, MPI_ERR_NO_MEM);
-        memcpy(S.scratch, S.base, hi);
+        nc_copy(S.scratch, S.base, hi);
         S.base = S.scratch;
     }
 

@@ -343,7 +343,7 @@ static int node_reduce(nc_mpi_comm_t *c, const qual_t *q, const void *in, void *
 {
     if (!c->team) {
         if (out && in != out && in != NUMACOLL_IN_PLACE && q->n)
-            memcpy(out, in, q->n * q->es);
+            nc_copy(out, in, q->n * q->es);
         return 0;
     }
     if (q->user) {
@@ -453,7 +453,7 @@ static int reduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
                 char *copy = malloc(bytes ? bytes : 1);
                 if (!copy)
                     PMPI_Abort(comm, MPI_ERR_NO_MEM);
-                memcpy(copy, out, bytes);
+                nc_copy(copy, out, bytes);
                 PMPI_Reduce(copy, out, (int)q.n, q.base, q.mop, root_node, c->leaders);
                 free(copy);
             } else

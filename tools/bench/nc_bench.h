@@ -79,6 +79,7 @@ struct nc_bench_opts {
     int warmup;
     double time_per_size; /* seconds of timed calls per (impl, size, run) */
     int off_cache;
+    size_t buf_offset; /* --buf-offset: buffers start this far past a page boundary */
     double cache_mib;     /* --off-cache=MIB; 0: detect the LLC */
     int root, root_shift;
     int runs;

@@ -60,15 +60,18 @@ static void mpi_library(char *out, size_t len)
 
 static void describe_cache(struct nc_bench_context *ctx, size_t llc, const char *src, size_t pool_min)
 {
-    char a[32], b[32];
+    char a[32], b[32], off[48] = "";
+    if (ctx->o->buf_offset)
+        snprintf(off, sizeof off, ", buffers %zu B past a page", ctx->o->buf_offset);
     if (!ctx->o->off_cache) {
-        snprintf(ctx->cache_policy, sizeof ctx->cache_policy, "cache-resident (one buffer per rank)");
+        snprintf(ctx->cache_policy, sizeof ctx->cache_policy,
+                 "cache-resident (one buffer per rank%s)", off);
         return;
     }
     nc_bench_format_size(pool_min, a, sizeof a);
     nc_bench_format_size(llc, b, sizeof b);
     snprintf(ctx->cache_policy, sizeof ctx->cache_policy,
-             "off-cache (pool of %s per rank, LLC %s from %s)", a, b, src);
+             "off-cache (pool of %s per rank, LLC %s from %s%s)", a, b, src, off);
 }
 
 static void build_impls(struct nc_bench_context *ctx)

@@ -889,7 +889,7 @@ void nc_bench_measure(struct nc_bench_mpi *b, const struct nc_bench_context *ctx
     struct red_ref ref;
     if (red)
         red_ref_init(&ref, o, me, p);
-#define BUF(i) (b->pool + (size_t)((i) % (long)nbuf) * stride)
+#define BUF(i) (b->pool + (size_t)((i) % (long)nbuf) * stride + o->buf_offset)
 
     /* 1. warm-up, and in run 0 the iteration count (reductions: on real inputs, so that no
      * denormal or NaN left over from another size slows a warm-up call down) */

@@ -85,6 +85,8 @@ void nc_bench_usage(FILE *out)
 "      --off-cache[=MIB]   each call uses the next buffer of a pool of at least twice\n"
 "                          the last-level cache per rank (MIB: the cache size to assume;\n"
 "                          default: hwloc's LLC); without it one buffer stays in cache\n"
+"      --buf-offset B      every buffer starts B bytes (0 to 4095) past a page boundary\n"
+"                          (default 0); 16 is where malloc() puts large buffers\n"
 "      --root R            root of the broadcast and the reduce (default 0)\n"
 "      --root-shift        the root rotates over all ranks, call by call\n"
 "      --runs N            repeat everything N times; with N >= 3 the runs with the\n"
@@ -716,6 +718,13 @@ int nc_bench_opts_parse(int argc, char **argv, struct nc_bench_opts *o, char *er
                 return fail(err, errlen,
                             "--off-cache: \"%s\" is not a cache size in MiB (valid: 0.0625 to "
                             "65536)", QUOTE(q, val));
+        } else if (IS("--buf-offset")) {
+            long r;
+            NEED();
+            if (parse_long(val, 0, 4095, &r))
+                return fail(err, errlen, "--buf-offset: \"%s\" is not a byte offset (valid: 0 to 4095)",
+                            QUOTE(q, val));
+            o->buf_offset = (size_t)r;
         } else if (IS("--root")) {
             long r;
             NEED();
@@ -884,7 +893,7 @@ void nc_bench_pool_geometry(const struct nc_bench_opts *o, size_t pool_min, size
                             size_t *stride, size_t *nbuf)
 {
     /* page-aligned buffers; the guard bytes after each message stay inside its stride */
-    size_t s = (bytes + NC_BENCH_CANARY + 4095) & ~(size_t)4095;
+    size_t s = (bytes + NC_BENCH_CANARY + o->buf_offset + 4095) & ~(size_t)4095;
     size_t n = 1;
     if (o->off_cache) {
         n = (pool_min + s - 1) / s;

@@ -271,7 +271,10 @@ static double time_team_bcast(numacoll_team_t *t, char *buf, size_t m, const opt
  * created after numacoll_param_set(), so that its team takes these settings. */
 /* Off-cache, as numacoll-bench --off-cache: call i uses the next page-aligned
  * window of buf (bufbytes > 2b, beyond the last-level cache), so the choice
- * is made with the cold user buffers of real programs, not with one hot one. */
+ * is made with the user buffers of real programs, not with one hot one; and,
+ * as the bench does, every member writes its window just before the call (the
+ * root's data was just produced; a message larger than the caches is not
+ * hot even so). */
 static double time_mpi_bcast(MPI_Comm c, char *buf, size_t bufbytes, size_t m,
                              const opts_t *o)
 {
@@ -288,6 +291,7 @@ static double time_mpi_bcast(MPI_Comm c, char *buf, size_t bufbytes, size_t m,
     double *v = malloc(sizeof(double) * (size_t)n);
     for (int i = 0; i < n; i++) {
         char *win = buf + (size_t)i % nwin * step;
+        memset(win, i, m);
         PMPI_Barrier(c);
         t0 = now();
         MPI_Bcast(win, (int)m, MPI_BYTE, 0, c);
@@ -360,10 +364,11 @@ static xfer_choice_t tune_transport(const opts_t *o, char *buf, size_t bufbytes)
     }
     const double m1 = 256 << 10, m2 = fmin(4 << 20, (double)bufbytes / 4);
     double ts[2], tc[2], tco[2];
+    MPI_Comm cs = bcast_comm(shm, 6, buf);
     tc[0] = time_mpi_bcast(c, buf, bufbytes, (size_t)m1, o);
     tc[1] = time_mpi_bcast(c, buf, bufbytes, (size_t)m2, o);
     MPI_Comm_free(&c);
-    c = bcast_comm(shm, 6, buf);
+    c = cs;
     ts[0] = time_mpi_bcast(c, buf, bufbytes, (size_t)m1, o);
     ts[1] = time_mpi_bcast(c, buf, bufbytes, (size_t)m2, o);
     MPI_Comm_free(&c);
