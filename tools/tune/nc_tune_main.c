@@ -334,6 +334,7 @@ typedef struct xfer_choice {
     int measured;      /* the constants below come from this node */
     nc_xfer_model_t x;
     int k;             /* CPUs of the team */
+    size_t crossover;  /* measured: CMA from here on (SIZE_MAX: never), 0: not measured */
 } xfer_choice_t;
 
 static xfer_choice_t tune_transport(const opts_t *o, char *buf, size_t bufbytes)
@@ -406,15 +407,43 @@ static xfer_choice_t tune_transport(const opts_t *o, char *buf, size_t bufbytes)
     else
         snprintf(a, sizeof a, "%zu", sw);
     say("   constants: segment %.2f us + %.0f ps/byte, CMA %.2f us + %.0f ps/byte; "
-        "switch point for p=%d on %d CPUs: %s\n\n",
+        "the model's switch point for p=%d on %d CPUs: %s\n",
         r.x.shm_lat * 1e6, r.x.shm_byte * 1e12, r.x.cma_lat * 1e6, r.x.cma_byte * 1e12, p, r.k, a);
+    /* The lines ignore what the caches do to the segment below the queue's
+     * size; the switch point written is the measured crossover: the smallest
+     * size from which the cooperative copy is faster at every larger size
+     * measured. */
+    MPI_Comm cseg = bcast_comm(shm, 6, buf), ccma = bcast_comm(coop, 6, buf);
+    numacoll_param_set("TRANSPORT", "shm");
+    enum { NX = 10 };
+    double xm[NX], xs[NX], xc[NX];
+    int nx = 0;
+    say("   crossover:");
+    for (double m = 32 << 10; m <= (double)bufbytes / 4 && m <= 16 << 20 && nx < NX; m *= 2) {
+        xm[nx] = m;
+        xs[nx] = time_mpi_bcast(cseg, buf, bufbytes, (size_t)m, o);
+        xc[nx] = time_mpi_bcast(ccma, buf, bufbytes, (size_t)m, o);
+        fmt_size(m, a, sizeof a);
+        say(" %s %.1f/%.1f", a, xs[nx] * 1e6, xc[nx] * 1e6);
+        nx++;
+    }
+    MPI_Comm_free(&cseg);
+    MPI_Comm_free(&ccma);
+    r.crossover = SIZE_MAX;
+    for (int i = nx - 1; i >= 0 && xc[i] <= xs[i]; i--)
+        r.crossover = (size_t)xm[i];
+    if (r.crossover == SIZE_MAX)
+        snprintf(a, sizeof a, "never");
+    else
+        fmt_size((double)r.crossover, a, sizeof a);
+    say(" us (segment/CMA)\n   -> measured switch point: %s (NUMACOLL_CMA_MIN)\n\n", a);
     return r;
 }
 
 /* The tunables a choice sets (NULL value: the default). */
 typedef struct choice_kv {
-    const char *kv[9][2];
-    char v[9][32];
+    const char *kv[10][2];
+    char v[10][32];
     int n;
 } choice_kv_t;
 
@@ -448,6 +477,9 @@ static void choice_of(choice_kv_t *c, const nc_tune_setting_t *q, const char *tr
     choice_add(c, "COST_CMA_NS", m ? v : NULL);
     snprintf(v, sizeof v, "%.0f", m ? fmax(1, x->x.cma_byte * 1e12) : 0);
     choice_add(c, "COST_CMA_PS", m ? v : NULL);
+    /* never: the largest value, which no message reaches */
+    snprintf(v, sizeof v, "%zu", m && x->crossover != SIZE_MAX ? x->crossover : (size_t)1 << 50);
+    choice_add(c, "CMA_MIN", m && x->crossover ? v : NULL);
 }
 
 /* 5d. Candidates: 0 the built-in defaults, 1 the tuned queue with the default
