@@ -38,8 +38,8 @@ static inline void nc_cpu_relax(void)
  * malloc()ed buffer, 16 bytes into its page, filled from a page-aligned
  * segment buffer), every load aliases the store just before it (4K aliasing)
  * and glibc 2.36's `rep movsb` drops from ~50 GB/s to 2-12 GB/s on the
- * development node (AMD EPYC; a broadcast of 4 MiB through the segment took
- * 3.3 times longer). Such copies go backward in 64-byte blocks, where a load
+ * development node (AMD EPYC; a cache-resident broadcast of 4 MiB through the
+ * segment took 7 times longer, 2-3 times off-cache). Such copies go backward in 64-byte blocks, where a load
  * never follows a store to the same low address bits; all others are memcpy.
  */
 #include <string.h>

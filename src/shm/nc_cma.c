@@ -27,7 +27,7 @@ static int yama_scope(void)
 }
 
 static pthread_once_t allow_once = PTHREAD_ONCE_INIT;
-static void allow(void)
+void nc_cma_allow_now(void)
 {
     if (yama_scope() == 1 && prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0))
         nc_log_info(1, "prctl(PR_SET_PTRACER_ANY) failed (%s): CMA may be refused",
@@ -36,7 +36,7 @@ static void allow(void)
 
 void nc_cma_allow(void)
 {
-    pthread_once(&allow_once, allow);
+    pthread_once(&allow_once, nc_cma_allow_now);
 }
 
 uint64_t nc_cma_probe_addr(void)

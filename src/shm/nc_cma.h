@@ -21,8 +21,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Once per process, under Yama scope 1: prctl(PR_SET_PTRACER_ANY). */
+/* Once per process, under Yama scope 1: prctl(PR_SET_PTRACER_ANY).
+ * nc_cma_allow_now(): the same, every time it is called (a forked child). */
 void nc_cma_allow(void);
+void nc_cma_allow_now(void);
 
 /* This process's probe word: the others read it at this address. */
 uint64_t nc_cma_probe_addr(void);

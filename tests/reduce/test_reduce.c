@@ -717,8 +717,14 @@ static numacoll_team_t *team_up(int rank, int p, const char *name, numacoll_boot
     return t;
 }
 
+/* A barrier first: a member that finished its calls (a gather's senders run
+ * ahead by up to E - 1 calls) must not exit while the others still wait on
+ * anyone, since every wait checks that all members are alive and would take
+ * a normal exit for a death (MPI programs end in MPI_Finalize, which waits).
+ * Its result is not checked: some modes break the team on purpose. */
 static void team_down(numacoll_team_t *t, numacoll_bootstrap_t *bs)
 {
+    (void)numacoll_barrier(t);
     numacoll_team_destroy(t);
     numacoll_bootstrap_named_free(bs);
 }

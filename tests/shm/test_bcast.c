@@ -257,11 +257,17 @@ static int body_callback(int rank, int p, const char *name, void *arg)
     CHECK(numacoll_team_create(bs, &t) == 0, "team");
     const size_t n = 3 * 64 * 8192 + 5;
     unsigned char *src = malloc(n), *dst = calloc(2 * n, 1), *tmp = malloc(n);
+    const char *tr = getenv("NUMACOLL_TRANSPORT");
+    const int forced = tr && !strcmp(tr, "cma");
     for (int root = 0; root < p; root++) {
         int rc;
+        const uint64_t before = t->cma_calls;
         if (rank == root) {
             nc_pattern_fill(src, n, (uint64_t)root + 500);
-            rc = numacoll_bcast_cb(t, n, root, pack_contig, src);
+            /* even roots pass their buffer (CMA when the team uses it: the
+             * readers then read through their bounce buffer), odd roots pack */
+            rc = root % 2 ? numacoll_bcast_cb(t, n, root, pack_contig, src)
+                          : numacoll_bcast(t, src, n, root);
         } else {
             strided_t s = {dst};
             rc = numacoll_bcast_cb(t, n, root, unpack_strided, &s);
@@ -270,6 +276,11 @@ static int body_callback(int rank, int p, const char *name, void *arg)
             CHECK(nc_pattern_check(tmp, n, (uint64_t)root + 500) < 0, "strided content root %d", root);
         }
         CHECK(rc == 0, "bcast_cb %d", rc);
+        /* NUMACOLL_TRANSPORT=cma: a root's buffer goes by CMA, a packing root's
+         * through the segment */
+        CHECK(!forced || t->cma_calls - before == (uint64_t)(root % 2 == 0),
+              "rank %d root %d: CMA calls %llu", rank, root,
+              (unsigned long long)(t->cma_calls - before));
     }
     free(src);
     free(dst);
