@@ -61,7 +61,7 @@ typedef struct rec2 {
     int32_t status, checked;
     int32_t cma_err, pad; /* the CMA probe: 0, or the errno of the first refusal */
     int64_t pages, misplaced;
-    char cma_why[200];    /* why CMA was refused, naming the peer */
+    char cma_why[320];    /* why CMA was refused, naming the peer */
     char detail[160]; /* placement detail */
     char why[256];    /* why this member failed (status != 0) */
 } rec2_t;
@@ -156,7 +156,7 @@ static void probe_cma(const numacoll_team_t *t, const rec1_t *r1, rec2_t *m2)
         return;
     m2->cma_err = 0;
     for (int i = 0; i < t->p && !m2->cma_err; i++) {
-        char why[160];
+        char why[256];
         if (i != t->rank && (m2->cma_err = nc_cma_probe(r1[i].pid, r1[i].cma_addr,
                                                         (int)NC_CFG_NUM(&t->cfg, TEST_CMA_FAIL),
                                                         why, sizeof why)))

@@ -56,7 +56,7 @@ struct numacoll_team {
     int cma;
     size_t cma_min;        /* broadcasts from this size use CMA (coll/nc_bcast.c) */
     uint64_t cma_calls;    /* broadcasts this member took part in by CMA */
-    char cma_why[200];
+    char cma_why[320];
     void *cma_bounce;
 
     /* team-wide placement result (numacoll_team_info) */
