@@ -314,11 +314,20 @@ static int wait_fin(numacoll_team_t *t, int i, uint64_t c)
     return 0;
 }
 
+/* The bounce buffer of CMA_BOUNCE bytes, allocated at first use; NULL if
+ * there is no memory. */
+static char *bounce(numacoll_team_t *t)
+{
+    if (!t->cma_bounce)
+        t->cma_bounce = malloc(CMA_BOUNCE);
+    return t->cma_bounce;
+}
+
 /* Is [p, p + n) of our own memory readable? (After a write into a reader
  * faulted: whose buffer was it?) */
 static int own_readable(numacoll_team_t *t, const char *p, size_t n)
 {
-    if (!t->cma_bounce && !(t->cma_bounce = malloc(CMA_BOUNCE)))
+    if (!bounce(t))
         return 1; /* cannot tell: blame the reader, it re-reads and finds out */
     for (size_t off = 0; off < n; off += CMA_BOUNCE) {
         size_t k = n - off < CMA_BOUNCE ? n - off : CMA_BOUNCE;
@@ -384,7 +393,7 @@ static int cma_read_range(numacoll_team_t *t, int root, uint64_t raddr, char *bu
         return 0;
     if (buf)
         return nc_cma_read(t->pids[root], buf + from, raddr + from, to - from);
-    if (!t->cma_bounce && !(t->cma_bounce = malloc(CMA_BOUNCE)))
+    if (!bounce(t))
         return NUMACOLL_ERR_NOMEM;
     for (size_t off = from; off < to; off += CMA_BOUNCE) {
         size_t n = to - off < CMA_BOUNCE ? to - off : CMA_BOUNCE;

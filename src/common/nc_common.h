@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "numacoll.h"
 
@@ -39,10 +40,10 @@ static inline void nc_cpu_relax(void)
  * segment buffer), every load aliases the store just before it (4K aliasing)
  * and glibc 2.36's `rep movsb` drops from ~50 GB/s to 2-12 GB/s on the
  * development node (AMD EPYC; a cache-resident broadcast of 4 MiB through the
- * segment took 7 times longer, 2-3 times off-cache). Such copies go backward in 64-byte blocks, where a load
- * never follows a store to the same low address bits; all others are memcpy.
+ * segment took 7 times longer, 2-3 times off-cache). Such copies go backward
+ * in 64-byte blocks, where a load never follows a store to the same low
+ * address bits; all others are memcpy.
  */
-#include <string.h>
 static inline void nc_copy(void *dst, const void *src, size_t n)
 {
     if (n >= 1024 && ((((uintptr_t)dst - (uintptr_t)src) & 4095) - 1) < 31) {

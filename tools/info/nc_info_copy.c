@@ -19,6 +19,7 @@
 #include "core/nc_team.h"
 #include "model/nc_model.h"
 #include "shm/nc_cma.h"
+#include "shm/nc_shm.h"
 #include "nc_info.h"
 
 static char pattern[4096];
@@ -99,12 +100,8 @@ static void fmt_size(size_t n, char *buf, size_t len)
 {
     if (n == SIZE_MAX)
         snprintf(buf, len, "never");
-    else if (n >= (1u << 20) && !(n & ((1u << 20) - 1)))
-        snprintf(buf, len, "%zu MiB", n >> 20);
-    else if (n >= 1024 && !(n & 1023))
-        snprintf(buf, len, "%zu KiB", n >> 10);
     else
-        snprintf(buf, len, "%zu B", n);
+        nc_shm_fmt_bytes(n, buf, len);
 }
 
 /* What the library does with the verdict: the transport, the cost model and

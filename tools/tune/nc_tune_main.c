@@ -312,21 +312,29 @@ static void fmt_size(double b, char *buf, size_t len)
 
 /* ---- 5c, 5d. transports, and the choice against the defaults ------------------------ */
 
+/* After the first call on duplicate c set numacoll up: say so if some member
+ * has no team there, since then the MPI library's `what` is measured. */
+static void warn_inactive(MPI_Comm c, const char *what)
+{
+    int active = numacoll_mpi_comm_active(c), all;
+    PMPI_Allreduce(&active, &all, 1, MPI_INT, MPI_MIN, node);
+    if (all != 1)
+        say("   warning: numacoll is not active on the duplicate (%d): measuring the MPI "
+            "library's %s\n",
+            all, what);
+}
+
 /* A duplicate of MPI_COMM_WORLD whose team takes `n` tunables (name, value);
  * a NULL value restores the default. */
 static MPI_Comm bcast_comm(const char *const kv[][2], int n, char *buf)
 {
     for (int i = 0; i < n; i++)
-        numacoll_param_set(kv[i][0], kv[i][1] ? kv[i][1] : nc_param_desc(nc_param_lookup(kv[i][0]))->defval);
+        numacoll_param_set(kv[i][0],
+                           kv[i][1] ? kv[i][1] : nc_param_desc(nc_param_lookup(kv[i][0]))->defval);
     MPI_Comm c;
     MPI_Comm_dup(MPI_COMM_WORLD, &c);
     MPI_Bcast(buf, 1, MPI_BYTE, 0, c); /* sets numacoll up on c with these values */
-    int active = numacoll_mpi_comm_active(c), all;
-    PMPI_Allreduce(&active, &all, 1, MPI_INT, MPI_MIN, node);
-    if (all != 1)
-        say("   warning: numacoll is not active on the duplicate (%d): measuring the MPI "
-            "library's broadcast\n",
-            all);
+    warn_inactive(c, "broadcast");
     return c;
 }
 
@@ -447,39 +455,33 @@ typedef struct choice_kv {
     int n;
 } choice_kv_t;
 
-static void choice_add(choice_kv_t *c, const char *k, const char *v)
+/* Tunable k gets the number v (set) or its default (!set). */
+static void choice_add(choice_kv_t *c, const char *k, int set, double v)
 {
-    snprintf(c->v[c->n], sizeof c->v[c->n], "%s", v ? v : "");
+    snprintf(c->v[c->n], sizeof c->v[c->n], "%.0f", v);
     c->kv[c->n][0] = k;
-    c->kv[c->n][1] = v ? c->v[c->n] : NULL;
+    c->kv[c->n][1] = set ? c->v[c->n] : NULL;
     c->n++;
 }
 
 static void choice_of(choice_kv_t *c, const nc_tune_setting_t *q, const char *tree,
                       const xfer_choice_t *x)
 {
-    char v[32];
-    c->n = 0;
-    snprintf(v, sizeof v, "%zu", q ? q->f : 0);
-    choice_add(c, "BCAST_FRAG_SIZE", q ? v : NULL);
-    snprintf(v, sizeof v, "%d", q ? q->s : 0);
-    choice_add(c, "BCAST_QUEUE_LEN", q ? v : NULL);
-    snprintf(v, sizeof v, "%d", q ? q->q : 0);
-    choice_add(c, "BCAST_SETS", q ? v : NULL);
-    choice_add(c, "BCAST_TREE", q ? tree : NULL);
-    choice_add(c, "TRANSPORT", NULL);
     const int m = x && x->measured;
-    snprintf(v, sizeof v, "%.0f", m ? x->x.shm_lat * 1e9 : 0);
-    choice_add(c, "COST_SHM_NS", m ? v : NULL);
-    snprintf(v, sizeof v, "%.0f", m ? fmax(1, x->x.shm_byte * 1e12) : 0);
-    choice_add(c, "COST_SHM_PS", m ? v : NULL);
-    snprintf(v, sizeof v, "%.0f", m ? x->x.cma_lat * 1e9 : 0);
-    choice_add(c, "COST_CMA_NS", m ? v : NULL);
-    snprintf(v, sizeof v, "%.0f", m ? fmax(1, x->x.cma_byte * 1e12) : 0);
-    choice_add(c, "COST_CMA_PS", m ? v : NULL);
+    c->n = 0;
+    choice_add(c, "BCAST_FRAG_SIZE", !!q, q ? (double)q->f : 0);
+    choice_add(c, "BCAST_QUEUE_LEN", !!q, q ? q->s : 0);
+    choice_add(c, "BCAST_SETS", !!q, q ? q->q : 0);
+    choice_add(c, "BCAST_TREE", 0, 0);
+    c->kv[c->n - 1][1] = q ? tree : NULL;
+    choice_add(c, "TRANSPORT", 0, 0);
+    choice_add(c, "COST_SHM_NS", m, m ? x->x.shm_lat * 1e9 : 0);
+    choice_add(c, "COST_SHM_PS", m, m ? fmax(1, x->x.shm_byte * 1e12) : 0);
+    choice_add(c, "COST_CMA_NS", m, m ? x->x.cma_lat * 1e9 : 0);
+    choice_add(c, "COST_CMA_PS", m, m ? fmax(1, x->x.cma_byte * 1e12) : 0);
     /* never: the largest value, which no message reaches */
-    snprintf(v, sizeof v, "%zu", m && x->crossover != SIZE_MAX ? x->crossover : (size_t)1 << 50);
-    choice_add(c, "CMA_MIN", m && x->crossover ? v : NULL);
+    choice_add(c, "CMA_MIN", m && x->crossover,
+               m && x->crossover != SIZE_MAX ? (double)x->crossover : 0x1p50);
 }
 
 /* 5d. Candidates: 0 the built-in defaults, 1 the tuned queue with the default
@@ -554,12 +556,7 @@ static MPI_Comm reduce_comm(size_t small_max, size_t frag)
     MPI_Comm_dup(MPI_COMM_WORLD, &c);
     double x = 0, y;
     MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, c); /* sets numacoll up on c */
-    int active = numacoll_mpi_comm_active(c), all;
-    PMPI_Allreduce(&active, &all, 1, MPI_INT, MPI_MIN, node);
-    if (all != 1)
-        say("   warning: numacoll is not active on the duplicate (%d): measuring the MPI "
-            "library's allreduce\n",
-            all);
+    warn_inactive(c, "allreduce");
     return c;
 }
 
@@ -1060,16 +1057,7 @@ int main(int argc, char **argv)
         tree);
     for (int i = 0; i < nset; i++) {
         set_params(&set[i], tree);
-        MPI_Comm c;
-        MPI_Comm_dup(MPI_COMM_WORLD, &c);
-        MPI_Bcast(buf, 1, MPI_BYTE, 0, c); /* sets numacoll up on c with these values */
-        int active = numacoll_mpi_comm_active(c);
-        int allactive;
-        PMPI_Allreduce(&active, &allactive, 1, MPI_INT, MPI_MIN, node);
-        if (allactive != 1)
-            say("   warning: numacoll is not active on the duplicate (%d): measuring the MPI "
-                "library's broadcast\n",
-                allactive);
+        MPI_Comm c = bcast_comm(NULL, 0, buf);
         for (int k = 0; k < nsz; k++) {
             meas[i][k] = time_mpi_bcast(c, buf, bufbytes, (size_t)msz[k], &o);
             pred[i][k] = nc_model_time(&mp, msz[k], (double)set[i].f, set[i].s, set[i].q);
