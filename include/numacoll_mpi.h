@@ -33,6 +33,10 @@ enum numacoll_mpi_coll {
 typedef struct numacoll_mpi_stats {
     unsigned long long calls_numacoll[NUMACOLL_MPI_NCOLL], bytes_numacoll[NUMACOLL_MPI_NCOLL];
     unsigned long long calls_pmpi[NUMACOLL_MPI_NCOLL], bytes_pmpi[NUMACOLL_MPI_NCOLL];
+    /* Calls across nodes in which this process was its node's leader, and the
+     * collective PMPI calls it made for them on the leaders' communicator
+     * (the messages that cross the network). */
+    unsigned long long calls_leader[NUMACOLL_MPI_NCOLL], pmpi_leader[NUMACOLL_MPI_NCOLL];
 } numacoll_mpi_stats_t;
 
 /* 1 when numacoll has set up comm (its next collectives run in shared memory),

@@ -77,6 +77,9 @@ typedef struct nc_mpi_comm {
 nc_mpi_comm_t *nc_mpi_comm_get(MPI_Comm comm, int coll);
 
 void nc_mpi_count(int coll, int numacoll, size_t bytes);
+/* A leader's part of one call across nodes: its collective PMPI calls on
+ * c->leaders (NUMACOLL_STATS' "leaders N calls M pmpi"). */
+void nc_mpi_count_leader(int coll, unsigned pmpi_calls);
 
 /* 1 when comm is an intracommunicator of one rank and collective `coll` is
  * numacoll's by the tunables (a call that needs no team: a local copy). */

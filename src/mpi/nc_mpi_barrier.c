@@ -21,8 +21,10 @@ int nc_mpi_barrier(nc_mpi_word_t comm_w)
     nc_mpi_count(NC_MPI_BARRIER, 1, 0);
     int rc = c->team ? numacoll_barrier(c->team) : 0;
     if (!rc && c->nnodes > 1) {
-        if (c->leaders != MPI_COMM_NULL)
+        if (c->leaders != MPI_COMM_NULL) {
             PMPI_Barrier(c->leaders);
+            nc_mpi_count_leader(NC_MPI_BARRIER, 1);
+        }
         if (c->team)
             rc = numacoll_barrier(c->team);
     }

@@ -5,15 +5,25 @@
  *
  *   1. on the root's node: intra-node broadcast from the root;
  *   2. between nodes (leaders only, PMPI on the leaders' communicator, root =
- *      the leader of the root's node): a 16-byte header {bytes, bad} then the
- *      data as MPI_BYTE (a non-contiguous buffer is packed for this step);
+ *      the leader of the root's node):
+ *      a. one packet of NC_BCAST_PACKET bytes, the same size on every leader
+ *         whatever its own count: {bytes, bad} and, when the root's message
+ *         fits (bytes <= NC_BCAST_INLINE), the message itself (packed when
+ *         not contiguous). A small broadcast costs one leader collective, as
+ *         in the MPI library alone;
+ *      b. only when the root's message did not fit: the data, as bytes
+ *         (contiguous; packed otherwise; past INT_MAX bytes as one
+ *         struct-of-GiB type, or the user's own type when not contiguous);
  *   3. on every other node: intra-node broadcast from its leader.
- * Size mismatches end in MPI_ERR_TRUNCATE on the ranks that disagree, never
- * in a hang: a leader whose size differs from the header receives into
- * scratch memory and forwards the root's size, so its members compare with
- * the root's; if the root's own node is inconsistent (bad), leaders forward
- * zero bytes and every rank that expected data reports the error.
+ * Every leader takes the same steps, decided by the root's size in the
+ * packet, so sizes that differ across ranks end in MPI_ERR_TRUNCATE on the
+ * ranks that disagree, never in a hang: a leader whose size differs from the
+ * root's takes the root's bytes aside (scratch) and forwards the root's size,
+ * so its members compare with the root's; if the root's own node is
+ * inconsistent (bad), leaders forward zero bytes and every rank that
+ * expected data reports the error.
  */
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +31,15 @@
 #include "common/nc_common.h"
 #include "nc_mpi.h"
 #include "nc_mpi_dtype.h"
+
+#define NC_BCAST_PACKET 512
+#define NC_BCAST_INLINE (NC_BCAST_PACKET - 2 * sizeof(uint64_t))
+
+typedef struct bcast_packet {
+    uint64_t bytes, bad;
+    unsigned char data[NC_BCAST_INLINE];
+} bcast_packet_t;
+_Static_assert(sizeof(bcast_packet_t) == NC_BCAST_PACKET, "packet size");
 
 static int intra(nc_mpi_comm_t *c, void *buf, int count, MPI_Datatype dt, size_t bytes,
                  int lroot)
@@ -43,59 +62,112 @@ static int intra(nc_mpi_comm_t *c, void *buf, int count, MPI_Datatype dt, size_t
     return rc;
 }
 
+/* n packed bytes at src into (count, dt), whole elements only (of a
+ * mismatched message past INT_MAX bytes, those of its first INT_MAX). */
+static void unpack_into(nc_mpi_comm_t *c, const void *src, size_t n, void *buf, int count,
+                        MPI_Datatype dt)
+{
+    char *start;
+    if (nc_dtype_contiguous(buf, count, dt, &start)) {
+        nc_copy(start, src, n);
+        return;
+    }
+    int size, pos = 0;
+    PMPI_Type_size(dt, &size);
+    const size_t m = n > INT_MAX ? INT_MAX : n;
+    size_t fit = size ? m / (size_t)size : 0;
+    if (fit > (size_t)count)
+        fit = (size_t)count;
+    PMPI_Unpack(src, (int)m, &pos, buf, (int)fit, dt, c->comm);
+}
+
+/* Step 2b, the bytes: contiguous, packed, or past INT_MAX in the user's type. */
+static int data_step(nc_mpi_comm_t *c, void *buf, int count, MPI_Datatype dt, size_t bytes,
+                     int root_node, int me_root_node)
+{
+    char *start;
+    int n;
+    MPI_Datatype t;
+    if (nc_dtype_contiguous(buf, count, dt, &start)) {
+        nc_dtype_bytes(bytes, &n, &t);
+        PMPI_Bcast(start, n, t, root_node, c->leaders);
+        nc_dtype_bytes_free(&t);
+        return 0;
+    }
+    if (bytes > INT_MAX) { /* MPI_Pack counts in int: let the library walk the type */
+        PMPI_Bcast(buf, count, dt, root_node, c->leaders);
+        return 0;
+    }
+    char *packed = malloc(bytes);
+    if (!packed)
+        return NUMACOLL_ERR_NOMEM; /* MPI's own failure mode here: abort */
+    int pos = 0;
+    if (me_root_node)
+        PMPI_Pack(buf, count, dt, packed, (int)bytes, &pos, c->comm);
+    PMPI_Bcast(packed, (int)bytes, MPI_BYTE, root_node, c->leaders);
+    if (!me_root_node) {
+        pos = 0;
+        PMPI_Unpack(packed, (int)bytes, &pos, buf, count, dt, c->comm);
+    }
+    free(packed);
+    return 0;
+}
+
 /* Step 2 for a leader: returns a numacoll error code, and where the data for
  * step 3 comes from when it is not the user's buffer. */
 static int inter(nc_mpi_comm_t *c, void *buf, int count, MPI_Datatype dt, size_t bytes,
                  int root_node, int intra_rc, char **scratch, size_t *scratch_bytes)
 {
-    int me_root_node = c->node_of[c->rank] == root_node;
-    uint64_t hdr[2] = {bytes, intra_rc != 0};
-    PMPI_Bcast(hdr, 2, MPI_UINT64_T, root_node, c->leaders);
-    if (hdr[1]) {
+    const int me_root_node = c->node_of[c->rank] == root_node;
+    bcast_packet_t pkt;
+    pkt.bytes = bytes;
+    pkt.bad = intra_rc != 0;
+    if (me_root_node && !pkt.bad && bytes <= NC_BCAST_INLINE && bytes) {
+        char *start;
+        int pos = 0;
+        if (nc_dtype_contiguous(buf, count, dt, &start))
+            memcpy(pkt.data, start, bytes);
+        else
+            PMPI_Pack(buf, count, dt, pkt.data, (int)sizeof pkt.data, &pos, c->comm);
+    }
+    /* 2a. */
+    PMPI_Bcast(&pkt, (int)sizeof pkt, MPI_BYTE, root_node, c->leaders);
+    const int inline_data = pkt.bytes <= NC_BCAST_INLINE;
+    nc_mpi_count_leader(NC_MPI_BCAST, pkt.bad || inline_data ? 1 : 2);
+    if (pkt.bad) {
         /* The root's node disagrees with itself: nothing trustworthy to send. */
         *scratch = NULL;
         *scratch_bytes = 0;
         return me_root_node ? intra_rc : NUMACOLL_ERR_TRUNCATE;
     }
-    char *start, *packed = NULL, *data;
-    int contig = nc_dtype_contiguous(buf, count, dt, &start);
-    if (me_root_node || hdr[0] == bytes) {
-        if (contig) {
-            data = start;
-        } else {
-            packed = malloc(bytes ? bytes : 1);
-            if (!packed)
-                return NUMACOLL_ERR_NOMEM; /* MPI's own failure mode here: abort */
-            int pos = 0;
-            if (me_root_node)
-                PMPI_Pack(buf, count, dt, packed, (int)bytes, &pos, c->comm);
-            data = packed;
+    if (me_root_node || pkt.bytes == bytes) {
+        if (me_root_node && inline_data)
+            return intra_rc;
+        if (inline_data) {
+            if (bytes)
+                unpack_into(c, pkt.data, bytes, buf, count, dt);
+            return 0;
         }
-        PMPI_Bcast(data, (int)bytes, MPI_BYTE, root_node, c->leaders);
-        if (packed && !me_root_node) {
-            int pos = 0;
-            PMPI_Unpack(packed, (int)bytes, &pos, buf, count, dt, c->comm);
-        }
-        free(packed);
-        return me_root_node ? intra_rc : 0;
+        /* 2b. */
+        int rc = data_step(c, buf, count, dt, bytes, root_node, me_root_node);
+        return me_root_node ? intra_rc : rc;
     }
     /* My size differs from the root's: take the root's bytes aside, keep what
      * fits, and let my node compare its sizes with the root's. */
-    *scratch_bytes = hdr[0];
-    *scratch = malloc(hdr[0] ? hdr[0] : 1);
+    *scratch_bytes = pkt.bytes;
+    *scratch = malloc(pkt.bytes ? pkt.bytes : 1);
     if (!*scratch)
         return NUMACOLL_ERR_NOMEM;
-    PMPI_Bcast(*scratch, (int)hdr[0], MPI_BYTE, root_node, c->leaders);
-    size_t keep = bytes < hdr[0] ? bytes : hdr[0];
-    if (contig) {
-        nc_copy(start, *scratch, keep);
+    if (inline_data) {
+        memcpy(*scratch, pkt.data, pkt.bytes);
     } else {
-        /* Whole elements that fit. */
-        int size;
-        PMPI_Type_size(dt, &size);
-        int pos = 0, n = size ? (int)(keep / (size_t)size) : 0;
-        PMPI_Unpack(*scratch, (int)hdr[0], &pos, buf, n, dt, c->comm);
+        int n;
+        MPI_Datatype t;
+        nc_dtype_bytes(pkt.bytes, &n, &t);
+        PMPI_Bcast(*scratch, n, t, root_node, c->leaders);
+        nc_dtype_bytes_free(&t);
     }
+    unpack_into(c, *scratch, bytes < pkt.bytes ? bytes : pkt.bytes, buf, count, dt);
     return NUMACOLL_ERR_TRUNCATE;
 }
 

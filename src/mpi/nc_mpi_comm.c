@@ -32,6 +32,7 @@ static int keyval = MPI_KEYVAL_INVALID;
 static nc_mpi_comm_t *live; /* every state still attached to a communicator */
 
 static _Atomic unsigned long long stat_calls[2][NC_MPI_NCOLL], stat_bytes[2][NC_MPI_NCOLL];
+static _Atomic unsigned long long stat_leader[2][NC_MPI_NCOLL]; /* calls, PMPI calls */
 
 /* The last communicator each thread used, in front of the attribute lookup
  * (a hash lookup in the MPI library) on every call. Any state's deletion bumps
@@ -47,6 +48,12 @@ void nc_mpi_count(int coll, int numacoll, size_t bytes)
 {
     atomic_fetch_add_explicit(&stat_calls[numacoll][coll], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&stat_bytes[numacoll][coll], bytes, memory_order_relaxed);
+}
+
+void nc_mpi_count_leader(int coll, unsigned pmpi_calls)
+{
+    atomic_fetch_add_explicit(&stat_leader[0][coll], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&stat_leader[1][coll], pmpi_calls, memory_order_relaxed);
 }
 
 static void state_free(nc_mpi_comm_t *c)
@@ -342,6 +349,8 @@ NUMACOLL_API int numacoll_mpi_stats(numacoll_mpi_stats_t *s)
         s->bytes_numacoll[i] = atomic_load_explicit(&stat_bytes[1][i], memory_order_relaxed);
         s->calls_pmpi[i] = atomic_load_explicit(&stat_calls[0][i], memory_order_relaxed);
         s->bytes_pmpi[i] = atomic_load_explicit(&stat_bytes[0][i], memory_order_relaxed);
+        s->calls_leader[i] = atomic_load_explicit(&stat_leader[0][i], memory_order_relaxed);
+        s->pmpi_leader[i] = atomic_load_explicit(&stat_leader[1][i], memory_order_relaxed);
     }
     return 0;
 }
@@ -365,14 +374,16 @@ static void print_stats(void)
             NC_MPI_COLL_TABLE(NC_MPI_NAME_)
 #undef NC_MPI_NAME_
         };
-        char host[64] = "?", line[1024];
+        char host[64] = "?", line[2048];
         gethostname(host, sizeof host);
         int n = snprintf(line, sizeof line, "numacoll stats: node %s (%d ranks):", host, lsize);
         for (int i = 0; i < NC_MPI_NCOLL && n > 0 && (size_t)n < sizeof line; i++)
             n += snprintf(line + n, sizeof line - (size_t)n,
-                          " %s numacoll %llu calls %llu bytes, pmpi %llu calls %llu bytes;",
+                          " %s numacoll %llu calls %llu bytes, pmpi %llu calls %llu bytes, "
+                          "leaders %llu calls %llu pmpi;",
                           names[i], sum.calls_numacoll[i], sum.bytes_numacoll[i],
-                          sum.calls_pmpi[i], sum.bytes_pmpi[i]);
+                          sum.calls_pmpi[i], sum.bytes_pmpi[i], sum.calls_leader[i],
+                          sum.pmpi_leader[i]);
         fprintf(stderr, "%s\n", line);
     }
     PMPI_Comm_free(&node);

@@ -3,6 +3,7 @@
 #include "common/nc_common.h"
 #include "nc_mpi.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -171,4 +172,29 @@ void nc_dtype_unpack(void *ctx, size_t off, void *shm, size_t len)
                 s->first = -1;
         }
     }
+}
+
+void nc_dtype_bytes(size_t n, int *count, MPI_Datatype *type)
+{
+    if (n <= INT_MAX) {
+        *count = (int)n;
+        *type = MPI_BYTE;
+        return;
+    }
+    const size_t gib = (size_t)1 << 30;
+    MPI_Datatype block;
+    PMPI_Type_contiguous((int)gib, MPI_BYTE, &block);
+    int lens[2] = {(int)(n / gib), (int)(n % gib)};
+    MPI_Aint disps[2] = {0, (MPI_Aint)(n - n % gib)};
+    MPI_Datatype types[2] = {block, MPI_BYTE};
+    PMPI_Type_create_struct(2, lens, disps, types, type);
+    PMPI_Type_commit(type);
+    PMPI_Type_free(&block);
+    *count = 1;
+}
+
+void nc_dtype_bytes_free(MPI_Datatype *type)
+{
+    if (*type != MPI_BYTE)
+        PMPI_Type_free(type);
 }

@@ -36,6 +36,12 @@ void nc_dtype_unbottom(void **buf, MPI_Datatype *dt, MPI_Datatype *shifted);
 /* Returns 1 when (count, dt) is contiguous; then *start is the first byte. */
 int nc_dtype_contiguous(void *buf, int count, MPI_Datatype dt, char **start);
 
+/* n bytes as one MPI (count, type) pair, n past INT_MAX included: MPI_BYTE
+ * when n fits an int, else one struct of 1 GiB blocks and the rest, which the
+ * caller frees with nc_dtype_bytes_free(). */
+void nc_dtype_bytes(size_t n, int *count, MPI_Datatype *type);
+void nc_dtype_bytes_free(MPI_Datatype *type);
+
 int nc_dtype_stream_init(nc_dtype_stream_t *s, void *buf, int count, MPI_Datatype dt,
                          MPI_Comm comm);
 void nc_dtype_stream_fini(nc_dtype_stream_t *s);

@@ -319,8 +319,8 @@ static int node_gather(const nc_mpi_comm_t *c, const nodes_t *nd, const void *mi
     return rc;
 }
 
-static int hier_allgather(nc_mpi_comm_t *c, const void *mine, size_t mybytes, side_t *R,
-                          int ip)
+static int hier_allgather(nc_mpi_comm_t *c, int coll, const void *mine, size_t mybytes,
+                          side_t *R, int ip)
 {
     const int p = c->size, me = c->rank, n = c->node_of[me];
     const int leader = c->leaders != MPI_COMM_NULL;
@@ -355,9 +355,11 @@ static int hier_allgather(nc_mpi_comm_t *c, const void *mine, size_t mybytes, si
     /* 1. */
     rc = node_gather(c, &nd, mine, mybytes, sz + nd.first[n], all + ndsp[n]);
     /* 2. */
-    if (leader)
+    if (leader) {
         PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, ncnt, ndsp, MPI_BYTE,
                         c->leaders);
+        nc_mpi_count_leader(coll, 1);
+    }
     /* 3. */
     if (c->team && (rc2 = numacoll_bcast(c->team, all, T, 0)) && !rc)
         rc = rc2;
@@ -439,6 +441,7 @@ static int hier_gather(nc_mpi_comm_t *c, const xcall_t *x, const void *mine, siz
                 PMPI_Abort(x->comm, MPI_ERR_NO_MEM);
         }
         PMPI_Gatherv(part, (int)ntot, MPI_BYTE, all, ncnt, ndsp, MPI_BYTE, root_node, c->leaders);
+        nc_mpi_count_leader(x->coll, 2);
         free(nts), free(ncnt), free(ndsp);
     }
     /* 3. */
@@ -572,6 +575,7 @@ static int hier_scatter(nc_mpi_comm_t *c, const xcall_t *x, const side_t *S, voi
             free(st);
         }
         PMPI_Scatterv(all, ncnt, ndsp, MPI_BYTE, part, (int)ntot, MPI_BYTE, root_node, c->leaders);
+        nc_mpi_count_leader(x->coll, 1);
         free(ncnt), free(ndsp);
     }
     /* 4. (the root in place takes its block aside) */
@@ -743,8 +747,8 @@ static int xg_mpi(xcall_t *x)
     } else if (!rc && hier) {
         rc = coll == NC_MPI_GATHER || coll == NC_MPI_GATHERV
                  ? hier_gather(c, x, ip ? R.base + R.dsp[me] : sb, ip ? R.cnt[me] : S.cnt[0], &R)
-                 : hier_allgather(c, ip ? R.base + R.dsp[me] : sb, ip ? R.cnt[me] : S.cnt[0],
-                                  &R, ip);
+                 : hier_allgather(c, coll, ip ? R.base + R.dsp[me] : sb,
+                                  ip ? R.cnt[me] : S.cnt[0], &R, ip);
     } else if (!rc && p > 1) {
         switch (coll) {
         case NC_MPI_GATHER:

@@ -443,6 +443,7 @@ static int reduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
         /* 4. */
         if (leader) {
             const int root_node = all ? 0 : c->node_of[root];
+            nc_mpi_count_leader(all ? NC_MPI_ALLREDUCE : NC_MPI_REDUCE, 1);
             if (all)
                 PMPI_Allreduce(MPI_IN_PLACE, out, (int)q.n, q.base, q.mop, c->leaders);
             else if (my_node == root_node && root_node == 0)
