@@ -331,6 +331,16 @@ static void suite(MPI_Comm comm, const char *cname, int full, int check_nc, uint
     edge_cases(comm);
     int p;
     MPI_Comm_size(comm, &p);
+    if (check_nc == 1) { /* real nodes (tests/multinode): hierarchical where comm spans several */
+        MPI_Comm node;
+        int lp, all_local;
+        MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+        MPI_Comm_size(node, &lp);
+        MPI_Comm_free(&node);
+        MPI_Allreduce(&(int){lp == p}, &all_local, 1, MPI_INT, MPI_LAND, comm);
+        if (!all_local)
+            check_nc = 2;
+    }
     static const int quick_n[] = {0, 1, 7, 1000, 20000};
     const int nn = (int)ARRAY_SIZE(quick_n) + (full ? 1 : 0);
     const int f0 = failures;
