@@ -4,7 +4,8 @@
 #   - network namespace: eth0 = 10.99.0.K/24, joined by a veth pair to a
 #     bridge in the head (10.99.0.254);
 #   - UTS namespace: hostname ncnodeK (the head is "nchead"); IPC namespace;
-#   - mount namespace: private tmpfs on /dev/shm and /tmp, a generated
+#   - mount namespace: private tmpfs on /dev/shm (/tmp stays shared, like the
+#     network file system of a cluster: the build tree may live there), a generated
 #     /etc/hosts naming every host, and a boot id of its own (UCX, behind
 #     MPICH, takes equal boot ids for one machine and tries shared memory);
 #   - PID namespace, whose init is the holder: when the holder ends, the
@@ -54,7 +55,6 @@ _nc_holder()
         --propagation private -- /bin/sh -c '
         hostname "$1" &&
         mount -t tmpfs -o size=2g,mode=1777 tmpfs /dev/shm &&
-        mount -t tmpfs -o mode=1777 tmpfs /tmp &&
         mount --bind "$2/hosts" /etc/hosts &&
         cat /proc/sys/kernel/random/uuid >"$2/$1.boot_id" &&
         mount --bind "$2/$1.boot_id" /proc/sys/kernel/random/boot_id &&
@@ -83,7 +83,14 @@ _nc_holder()
 
 nc_hosts_up()
 {
-    local n=$1 k
+    local n=$1 k d
+    # What a harness killed by SIGKILL left: its namespaces died with it, its
+    # state directory (and the script's output file) did not.
+    for d in /run/numacoll-hosts.*; do
+        [ -d "$d" ] && ! kill -0 "$(cat "$d/nchead.pid" 2>/dev/null)" 2>/dev/null &&
+            [ "$(find "$d" -maxdepth 0 -mmin +1)" ] && rm -rf "$d"
+    done
+    find /run -maxdepth 1 -name 'numacoll-mn-out.*' -mmin +60 -delete 2>/dev/null
     NC_HOSTS_STATE=$(mktemp -d /run/numacoll-hosts.XXXXXX) || return 1
     export NC_HOSTS_STATE
     local st=$NC_HOSTS_STATE
