@@ -278,9 +278,8 @@ static void gather_family_test(const shape_t *s)
  * (numacoll's node leader). */
 static int hosts_of(const shape_t *s, int *leader)
 {
-    int *h = malloc(sizeof(int) * s->size), *w = malloc(sizeof(int) * s->size);
+    int *h = malloc(sizeof(int) * s->size);
     MPI_Allgather(&host_of_me, 1, MPI_INT, h, 1, MPI_INT, s->comm);
-    MPI_Allgather(&wrank, 1, MPI_INT, w, 1, MPI_INT, s->comm);
     int n = 0;
     *leader = 1;
     for (int r = 0; r < s->size; r++) {
@@ -291,7 +290,7 @@ static int hosts_of(const shape_t *s, int *leader)
         if (h[r] == host_of_me && r < s->rank)
             *leader = 0;
     }
-    free(h), free(w);
+    free(h);
     return n;
 }
 
