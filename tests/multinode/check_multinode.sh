@@ -215,6 +215,7 @@ suites)
     ;;
 preload)
     nc_hosts_up 2 || fail "could not make 2 hosts"
+    done_re="plain_bcast: 0 wrong values"
     launch 120 "2 2" slot 4 LD_PRELOAD="$lib" NUMACOLL_STATS=1 -- "$bin/plain_bcast" ||
         fail "plain_bcast failed"
     grep -q "plain_bcast: 0 wrong values" "$out" || fail "wrong data"

@@ -361,6 +361,8 @@ static xfer_choice_t tune_transport(const opts_t *o, char *buf, size_t bufbytes)
     numacoll_team_t *t = numacoll_mpi_comm_team(c);
     int ok = t && t->cma, all;
     r.k = t ? t->ncpus : 1;
+    /* t is c's team, gone with c: keep what is read from it later */
+    const size_t inline_max = t ? (size_t)NC_CFG_NUM(&t->cfg, BCAST_INLINE_MAX) : 0;
     PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, node);
     if (t)
         nc_team_cost_model(&t->cfg, &r.x); /* the defaults, kept if nothing is measured */
@@ -409,7 +411,7 @@ static xfer_choice_t tune_transport(const opts_t *o, char *buf, size_t bufbytes)
         say("   the times do not grow with the size: keeping the built-in constants\n\n");
         return r;
     }
-    const size_t sw = nc_cma_switch_point(&r.x, p, r.k, 1, (size_t)NC_CFG_NUM(&t->cfg, BCAST_INLINE_MAX));
+    const size_t sw = nc_cma_switch_point(&r.x, p, r.k, 1, inline_max);
     if (sw == SIZE_MAX)
         snprintf(a, sizeof a, "never");
     else
