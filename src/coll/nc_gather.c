@@ -14,17 +14,23 @@
  *   offset in member i's area     field                         written by / read by
  *   0                             out: the last call i is       i / every sender before it
  *                                 done with (a line)            reuses a box (step 1)
+ *   64                            cdone: CMA blocks of i read   i's readers (fetch-add, C3) /
+ *                                 to the end, counted since     i (C5)
+ *                                 the team began (a line)
  *   page + k*64, k < S            sseq[k]: position + 1 of the  i / the fragment's readers
  *                                 fragment in slot k            (step 3r)
  *   page + (S + k)*64             con[k]: reads of slot k,      readers (fetch-add) / i
  *                                 counted since the team began  (step 3w)
  *   2*page + (b*p + d)*L,         entry of call c, b = c % E,   i / member d
  *   b < E, d < p                  for member d: {seq, code,
- *                                 start, bytes} and up to I
+ *                                 flags, start, bytes, share,
+ *                                 wdone, wrc} and up to I
  *                                 bytes of the block inline
+ *   2*page + E*p*L + (b*p + s)*64 reply of call c to sender s:   i / member s (C2)
+ *                                 {seq, addr, len} (CMA, C1)
  *   boxes + k*F', k < S           slot k: F bytes of data       i / the fragment's readers
  *
- *   L = roundup(32 + I, 64); boxes = 2*page + roundup(E*p*L, page);
+ *   L = roundup(64 + I, 64); boxes = 2*page + roundup(E*p*(L + 64), page);
  *   F' = roundup(F, page); member area = boxes + S*F'.
  *
  * A call (the call counter t->gather_call is the same on every member)
@@ -70,9 +76,43 @@
  * A sender returns once its last fragment is written (its send buffer is
  * free then; its readers take it from shared memory later).
  *
+ * Single copy (CMA, shm/nc_cma.h). When the team may use CMA and a block of
+ * more than I bytes reaches the switch point of its collective
+ * (t->gather_cma_min: NUMACOLL_GATHER_CMA_MIN or the cost model's,
+ * model/nc_model.h), its sender posts in step 2 an entry with flags = CMA,
+ * start = the block's address in the sender and share = the bytes the sender
+ * copies itself (no positions, no slots). The share is 0 (the reader copies
+ * everything) except for gather and scatter with NUMACOLL_CMA_COOP=1, where
+ * one side has p - 1 blocks to move and its peers one each: a gather's
+ * sender writes (p-1)/p of its block into the root, a scatter's root writes
+ * 1/p of each block into its reader, so the busiest member copies (p-1)/p
+ * of a block per peer instead of a whole one. Then:
+ *   C1. the reader, on taking the entry (3r), when share > 0: its reply in
+ *       its own box c % E for the sender: {addr of its receive block, len =
+ *       the bytes it takes}, then seq = c (release);
+ *   C2. the sender (in its turns of 3), when share > 0: once the reply's seq
+ *       == c (acquire), process_vm_writev of min(share, len) bytes into addr,
+ *       the result in the entry's wrc, then wdone = c (release);
+ *   C3. the reader: process_vm_readv of [share, min(bytes, len)) from the
+ *       sender, straight into its receive block; then cdone of the sender
+ *       += 1 (release);
+ *   C4. the reader, when share > 0: waits (in its turns) until the entry's
+ *       wdone == c (acquire); wrc != 0 fails its call too;
+ *   C5. the sender returns only once cdone (acquire) counts every read of
+ *       every CMA block it posted (and C2 is done for each), so its buffer
+ *       outlives every copy from it.
+ * A reader replies and counts itself in cdone for every CMA entry it takes,
+ * also one it cannot use (another collective, a size mismatch), so the
+ * sender never waits on a reader that stopped early; a reply is reused
+ * E calls later by its writer, which has by then seen C2's wdone, so the
+ * sender read it. An error of a system call (EFAULT: a buffer that is not
+ * accessible; ESRCH: the peer is gone) fails the call of both ends.
+ *
  * Release/acquire pairs: seq of an entry (2) / its reader (3r); sseq (3w) /
  * its readers (3r); con (3r, a reader's release) / the writer reusing the
- * slot (3w); out (4) / a sender reusing its box (1).
+ * slot (3w); out (4) / a sender reusing its box (1); a reply's seq (C1) /
+ * the sender (C2); wdone (C2) / the reader (C4); cdone (C3) / the sender
+ * (C5).
  *
  * Nothing is ever reset: positions, con and an entry's seq (the call counted
  * in 64 bits) count up and never wrap, so a stale entry (c - E or older) is
@@ -97,21 +137,38 @@
 
 #include "coll/nc_coll.h"
 #include "core/nc_team.h"
+#include "model/nc_model.h"
+#include "shm/nc_cma.h"
 
 #define XG_BOXES 4
-#define XG_ENT_HDR 32 /* bytes of an entry before its inline data */
+#define XG_ENT_HDR 64 /* bytes of an entry before its inline data */
+#define XG_CMA 1u      /* entry flag: the block is read from the sender's memory */
 
 enum { XG_GATHER = 1, XG_SCATTER, XG_ALLGATHER, XG_ALLTOALL };
 
 typedef struct xg_ent {
     _Atomic uint64_t seq; /* the call (64-bit count) whose entry this is, published last */
     uint32_t code;        /* kind | (root + 1) << 4, published by seq */
-    uint32_t pad;
-    uint64_t start;       /* first position of the stream (no positions when inline) */
+    uint32_t flags;       /* XG_CMA */
+    uint64_t start;       /* first position of the stream (no positions when inline);
+                             CMA: the block's address in the sender */
     uint64_t bytes;       /* the stream's bytes */
+    uint64_t share;       /* CMA: the bytes the sender writes into the reader (C2) */
+    _Atomic uint64_t wdone; /* CMA: the call whose share the sender wrote (C2) */
+    int32_t wrc;          /* CMA: the result of that write, published by wdone */
+    uint32_t pad[3];
     /* then up to I bytes inline */
 } xg_ent_t;
-NC_STATIC_ASSERT(sizeof(xg_ent_t) == XG_ENT_HDR, "an entry's header is 32 bytes");
+NC_STATIC_ASSERT(sizeof(xg_ent_t) == XG_ENT_HDR, "an entry's header is 64 bytes");
+
+/* A reader's reply to a CMA sender (C1). */
+typedef struct xg_rep {
+    _Atomic uint64_t seq; /* the call, published last */
+    uint64_t addr;        /* the reader's receive block */
+    uint64_t len;         /* the bytes it takes */
+    char pad[NC_CACHELINE - 3 * sizeof(uint64_t)];
+} xg_rep_t;
+NC_STATIC_ASSERT(sizeof(xg_rep_t) == NC_CACHELINE, "a reply per line");
 
 typedef struct xg_line {
     _Atomic uint64_t v;
@@ -128,7 +185,7 @@ typedef struct xg_blk {
 /* A stream this member reads (3r). */
 typedef struct xg_rd {
     int src;
-    int state;       /* 0: entry not read, 1: fragments, 2: read */
+    int state;       /* 0: entry not read, 1: fragments, 2: read, 3: CMA, waiting for C2 */
     uint64_t x, end; /* next position, one past the last */
     size_t off, bytes;
     xg_blk_t to;     /* where it goes (to.n: what fits) */
@@ -139,6 +196,8 @@ typedef struct xg_wr {
     int dst;         /* -1: every other member (allgather) */
     xg_blk_t from;
     uint64_t start, end;
+    int cma;         /* by CMA: 1, 2 once its share is written (C2) */
+    size_t share;
 } xg_wr_t;
 
 typedef struct xg_state {
@@ -149,6 +208,7 @@ typedef struct xg_state {
     uint64_t call64;     /* the call counter in 64 bits (entries' seq), the same on every
                             member */
     uint64_t pos;        /* my next position */
+    uint64_t cneed;      /* cdone once every read of my CMA blocks so far is counted */
     uint64_t *need;      /* need[k]: con[k] once every read of slot k's fragment is counted */
     char **area;         /* area[k]: member k's area */
     xg_rd_t *rd;         /* scratch, p entries */
@@ -195,7 +255,7 @@ static size_t ent_bytes(size_t I)
 
 static size_t boxes_bytes(int p, size_t I, size_t page)
 {
-    return nc_round_up((size_t)XG_BOXES * (size_t)p * ent_bytes(I), page);
+    return nc_round_up((size_t)XG_BOXES * (size_t)p * (ent_bytes(I) + NC_CACHELINE), page);
 }
 
 nc_shm_need_t nc_gather_shm_need(int p, const nc_config_t *cfg, size_t page)
@@ -210,6 +270,10 @@ static inline _Atomic uint32_t *out_of(const xg_state_t *st, int k)
 {
     return (_Atomic uint32_t *)st->area[k];
 }
+static inline _Atomic uint64_t *cdone_of(const xg_state_t *st, int k)
+{
+    return &((xg_line_t *)st->area[k])[1].v;
+}
 static inline _Atomic uint64_t *sseq_of(const xg_state_t *st, int k, int slot)
 {
     return &((xg_line_t *)(st->area[k] + st->page))[slot].v;
@@ -222,6 +286,11 @@ static inline xg_ent_t *ent_of(const xg_state_t *st, int p, int k, uint64_t call
 {
     return (xg_ent_t *)(st->area[k] + 2 * st->page +
                         ((size_t)(call % XG_BOXES) * (size_t)p + (size_t)d) * st->L);
+}
+static inline xg_rep_t *rep_of(const xg_state_t *st, int p, int k, uint64_t call, int s)
+{
+    return (xg_rep_t *)(st->area[k] + 2 * st->page + (size_t)XG_BOXES * (size_t)p * st->L +
+                        ((size_t)(call % XG_BOXES) * (size_t)p + (size_t)s) * NC_CACHELINE);
 }
 static inline char *slot_data(const xg_state_t *st, int k, int slot)
 {
@@ -275,14 +344,20 @@ int nc_gather_init(struct numacoll_team *t)
     const int me = t->rank;
     st->call64 = t->gather_call;
     atomic_store_explicit(out_of(st, me), before, memory_order_relaxed);
+    atomic_store_explicit(cdone_of(st, me), 0, memory_order_relaxed);
     for (int k = 0; k < st->S; k++) {
         atomic_store_explicit(sseq_of(st, me, k), 0, memory_order_relaxed);
         atomic_store_explicit(con_of(st, me, k), 0, memory_order_relaxed);
     }
     for (int b = 0; b < XG_BOXES; b++)
-        for (int d = 0; d < p; d++)
+        for (int d = 0; d < p; d++) {
             atomic_store_explicit(&ent_of(st, p, me, (uint32_t)b, d)->seq, st->call64 - 1u,
                                   memory_order_relaxed);
+            atomic_store_explicit(&ent_of(st, p, me, (uint32_t)b, d)->wdone, st->call64 - 1u,
+                                  memory_order_relaxed);
+            atomic_store_explicit(&rep_of(st, p, me, (uint32_t)b, d)->seq, st->call64 - 1u,
+                                  memory_order_relaxed);
+        }
     st->outs_low = st->outs_at = before;
     return 0;
 }
@@ -339,8 +414,10 @@ static void post_entry(const xg_state_t *st, int p, int me, uint64_t c, uint32_t
 {
     xg_ent_t *e = ent_of(st, p, me, c, d);
     e->code = code;
-    e->start = w->start;
+    e->flags = w->cma ? XG_CMA : 0;
+    e->start = w->cma ? (uint64_t)(uintptr_t)w->from.p : w->start;
     e->bytes = w->from.n;
+    e->share = w->share;
     if (w->from.n <= st->I && w->from.n)
         memcpy((char *)e + XG_ENT_HDR, w->from.p, w->from.n);
     /* release: the entry and its inline bytes before seq; pairs with the
@@ -348,19 +425,83 @@ static void post_entry(const xg_state_t *st, int p, int me, uint64_t c, uint32_t
     atomic_store_explicit(&e->seq, c, memory_order_release);
 }
 
+/* C1 and C3 for stream r, whose entry e was just taken. */
+static void cma_read(numacoll_team_t *t, xg_state_t *st, xg_rd_t *r, const xg_ent_t *e,
+                     uint64_t c, int *err)
+{
+    const size_t share = e->share < r->bytes ? (size_t)e->share : r->bytes;
+    if (share) {
+        xg_rep_t *y = rep_of(st, t->p, t->rank, c, r->src);
+        y->addr = (uint64_t)(uintptr_t)r->to.p;
+        y->len = r->to.n;
+        /* release: addr and len before seq; pairs with the acquire in
+         * cma_write() (C2). */
+        atomic_store_explicit(&y->seq, c, memory_order_release);
+    }
+    if (r->to.n > share) {
+        const int rc = nc_cma_read(t->pids[r->src], r->to.p + share, e->start + share,
+                                   r->to.n - share);
+        if (rc && !*err) {
+            *err = rc;
+            nc_log_error("gather family: member %d reading %zu bytes of member %d by CMA: %s",
+                         t->rank, r->to.n - share, r->src, numacoll_strerror(rc));
+        }
+    }
+    /* release: my read of the sender's block is over before it may reuse
+     * it; pairs with the acquire of cdone in xg_run() (C5). */
+    atomic_fetch_add_explicit(cdone_of(st, r->src), 1, memory_order_release);
+    t->gather_cma++;
+    r->state = share ? 3 : 2;
+}
+
+/* C2 for stream w (share > 0): 1 if it moved. */
+static int cma_write(numacoll_team_t *t, xg_state_t *st, xg_wr_t *w, uint64_t c, int *err)
+{
+    const xg_rep_t *y = rep_of(st, t->p, w->dst, c, t->rank);
+    /* acquire: pairs with the release of the reply's seq in cma_read() (C1). */
+    if (atomic_load_explicit(&y->seq, memory_order_acquire) != c)
+        return 0;
+    const size_t n = w->share < y->len ? w->share : (size_t)y->len;
+    const int rc = n ? nc_cma_write(t->pids[w->dst], y->addr, w->from.p, n) : 0;
+    if (rc && !*err) {
+        *err = rc;
+        nc_log_error("gather family: member %d writing %zu bytes into member %d by CMA: %s",
+                     t->rank, n, w->dst, numacoll_strerror(rc));
+    }
+    xg_ent_t *e = ent_of(st, t->p, t->rank, c, w->dst);
+    e->wrc = rc;
+    /* release: the written bytes and wrc before wdone; pairs with the
+     * acquire in read_step() (C4). */
+    atomic_store_explicit(&e->wdone, c, memory_order_release);
+    w->cma = 2;
+    return 1;
+}
+
 /* Step 3r on stream r: 1 if it moved. */
 static int read_step(numacoll_team_t *t, xg_state_t *st, xg_rd_t *r, uint64_t c, uint32_t code,
                      int *err)
 {
     const int p = t->p;
+    if (r->state == 3) {
+        const xg_ent_t *e = ent_of(st, p, r->src, c, t->rank);
+        /* acquire: pairs with the release of wdone in cma_write() (C2): the
+         * sender's share is in my buffer. */
+        if (atomic_load_explicit(&e->wdone, memory_order_acquire) != c)
+            return 0;
+        if (e->wrc && !*err)
+            *err = e->wrc;
+        r->state = 2;
+        return 1;
+    }
     if (r->state == 0) {
         xg_ent_t *e = ent_of(st, p, r->src, c, t->rank);
         /* acquire: pairs with the release of seq in post_entry() (step 2). */
         if (atomic_load_explicit(&e->seq, memory_order_acquire) != c)
             return 0;
         r->bytes = (size_t)e->bytes;
+        const int cma = e->flags & XG_CMA;
         r->x = e->start;
-        r->end = e->start + frags(st, r->bytes);
+        r->end = cma ? r->x : e->start + frags(st, r->bytes);
         r->off = 0;
         int bad = 0;
         if (e->code != code) {
@@ -386,7 +527,9 @@ static int read_step(numacoll_team_t *t, xg_state_t *st, xg_rd_t *r, uint64_t c,
         }
         if (bad)
             r->to.n = 0;
-        if (r->bytes <= st->I) {
+        if (cma) {
+            cma_read(t, st, r, e, c, err);
+        } else if (r->bytes <= st->I) {
             if (r->to.n)
                 memcpy(r->to.p, (char *)e + XG_ENT_HDR, r->to.n);
             r->state = 2;
@@ -415,6 +558,28 @@ static int read_step(numacoll_team_t *t, xg_state_t *st, xg_rd_t *r, uint64_t c,
     return 1;
 }
 
+/* Does the block of w go by CMA, and with which share (see the top)? */
+static void cma_choose(const numacoll_team_t *t, const xg_state_t *st, int kind, xg_wr_t *w)
+{
+    static const int model_kind[] = {0, NC_XG_ROOTED, NC_XG_ROOTED, NC_XG_ALLGATHER,
+                                     NC_XG_ALLTOALL};
+    const size_t n = w->from.n;
+    w->cma = 0;
+    w->share = 0;
+    if (!t->cma || n <= st->I || n < t->gather_cma_min[model_kind[kind]] || !w->from.p)
+        return;
+    w->cma = 1;
+    if (!NC_CFG_NUM(&t->cfg, CMA_COOP) || (kind != XG_GATHER && kind != XG_SCATTER))
+        return;
+    /* gather: the sender writes (p-1)/p; scatter: the root writes 1/p; in
+     * whole pages, not below the size worth a system call of its own */
+    const size_t p = (size_t)t->p;
+    size_t share = kind == XG_GATHER ? n / p * (p - 1) : n / p;
+    share = share / st->page * st->page;
+    if (share >= NC_CMA_SHARE_MIN && n - share >= NC_CMA_SHARE_MIN / 4)
+        w->share = share;
+}
+
 static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
 {
     xg_state_t *st = t->gather_state;
@@ -422,7 +587,7 @@ static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
     const uint32_t c = t->gather_call++;
     const uint64_t c64 = st->call64++;
     const uint32_t code = (uint32_t)kind | (uint32_t)(root + 1) << 4;
-    int nw = 0, nr = 0, readers = 1, rc = 0, err = 0;
+    int nw = 0, nr = 0, readers = 1, rc = 0, err = 0, ncma = 0;
 
     /* The streams of this call (see the list at the top). */
     if (kind == XG_GATHER) {
@@ -457,8 +622,16 @@ static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
             return nc_team_fail(t, rc);
         for (int i = 0; i < nw; i++) {
             xg_wr_t *w = &st->wr[i];
+            cma_choose(t, st, kind, w);
             w->start = st->pos;
-            w->end = st->pos += frags(st, w->from.n);
+            if (w->cma) {
+                w->end = w->start;
+                st->cneed += w->dst >= 0 ? 1u : (uint64_t)(p - 1);
+                ncma += w->share > 0;
+                t->gather_cma++;
+            } else {
+                w->end = st->pos += frags(st, w->from.n);
+            }
             if (w->dst >= 0) {
                 post_entry(st, p, me, c64, code, w->dst, w);
                 continue;
@@ -513,6 +686,12 @@ static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
             x++;
             moved = 1;
         }
+        /* C2: the shares of my CMA blocks whose readers replied */
+        for (int i = 0; ncma && i < nw; i++)
+            if (st->wr[i].cma == 1 && st->wr[i].share && cma_write(t, st, &st->wr[i], c64, &err)) {
+                ncma--;
+                moved = 1;
+            }
         /* 3r: every stream not read yet, each as far as it goes */
         int open = 0;
         for (int i = ri; i < nr; i++) {
@@ -524,7 +703,10 @@ static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
             else if (i == ri)
                 ri++;
         }
-        if (wi == nw && !open)
+        /* C5. acquire: pairs with the readers' release of cdone in
+         * cma_read() (C3): they are done with my blocks. */
+        if (wi == nw && !open && !ncma &&
+            atomic_load_explicit(cdone_of(st, me), memory_order_acquire) >= st->cneed)
             break;
         if (moved) {
             nc_backoff_init(&b, &t->wait);

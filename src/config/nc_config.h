@@ -96,6 +96,9 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
     X(GATHER_INLINE_MAX, NC_PT_SIZE, "224", 0, 4064, NULL, "bytes",                             \
       "Gather family: blocks up to this size travel inside the line(s) that announce them; "    \
       "each member keeps 4 x p such entries.")                                                  \
+    X(GATHER_CMA_MIN, NC_PT_SIZE, "0", 0, INT64_C(1) << 50, NULL, "bytes",                     \
+      "Gather family, NUMACOLL_TRANSPORT=auto: blocks of at least this many bytes go by CMA "    \
+      "(single copy); 0: the cost model's switch point per collective (numacoll-info prints it).") \
     /* ---- MPI layer (src/mpi) ---- */                                                       \
     X(DISABLE, NC_PT_INT, "0", 0, 1, NULL, "bool",                                              \
       "1: every collective goes to the MPI library (PMPI); numacoll stays out of the way.")      \

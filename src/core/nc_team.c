@@ -141,6 +141,23 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
                     NC_CFG_NUM(&t->cfg, TRANSPORT) == NC_TRANSPORT_CMA ? "NUMACOLL_TRANSPORT=cma"
                     : NC_CFG_NUM(&t->cfg, CMA_MIN) ? "NUMACOLL_CMA_MIN"
                                                    : "the cost model's switch point");
+    if (t->cma) {
+        char v[3][32];
+        for (int k = 0; k < 3; k++)
+            if (t->gather_cma_min[k] == SIZE_MAX)
+                snprintf(v[k], sizeof v[k], "never");
+            else
+                snprintf(v[k], sizeof v[k], "%zu",
+                         t->gather_cma_min[k] > (size_t)NC_CFG_NUM(&t->cfg, GATHER_INLINE_MAX)
+                             ? t->gather_cma_min[k]
+                             : (size_t)NC_CFG_NUM(&t->cfg, GATHER_INLINE_MAX) + 1);
+        nc_log_info(1, "transport, gather family: CMA for blocks from %s bytes (gather, scatter), "
+                       "%s (allgather), %s (alltoall) (%s)",
+                    v[0], v[1], v[2],
+                    NC_CFG_NUM(&t->cfg, TRANSPORT) == NC_TRANSPORT_CMA ? "NUMACOLL_TRANSPORT=cma"
+                    : NC_CFG_NUM(&t->cfg, GATHER_CMA_MIN)              ? "NUMACOLL_GATHER_CMA_MIN"
+                                                         : "the cost model's switch points");
+    }
     static const char *pl[] = {"OK", "MISPLACED", "UNKNOWN (a member is unbound)",
                                "UNCHECKED (move_pages unavailable)"};
     nc_log_info(1, "placement check: %s%s%s", pl[t->placement], t->placement_detail[0] ? ": " : "",
@@ -211,6 +228,20 @@ static size_t cma_switch(const numacoll_team_t *t)
     nc_team_cost_model(&t->cfg, &x);
     return nc_cma_switch_point(&x, t->p, t->ncpus, (int)NC_CFG_NUM(&t->cfg, CMA_COOP),
                                (size_t)NC_CFG_NUM(&t->cfg, BCAST_INLINE_MAX));
+}
+
+/* The same for the gather family, per NC_XG_* kind: NUMACOLL_GATHER_CMA_MIN
+ * or the cost model's switch point for this kind of exchange. */
+static size_t xg_cma_switch(const numacoll_team_t *t, int kind)
+{
+    if (NC_CFG_NUM(&t->cfg, TRANSPORT) == NC_TRANSPORT_CMA)
+        return 0;
+    if (NC_CFG_NUM(&t->cfg, GATHER_CMA_MIN))
+        return (size_t)NC_CFG_NUM(&t->cfg, GATHER_CMA_MIN);
+    nc_xfer_model_t x;
+    nc_team_cost_model(&t->cfg, &x);
+    return nc_xg_switch_point(&x, kind, t->p, t->ncpus, (int)NC_CFG_NUM(&t->cfg, CMA_COOP),
+                              (size_t)NC_CFG_NUM(&t->cfg, GATHER_INLINE_MAX));
 }
 
 static void team_free(numacoll_team_t *t)
@@ -539,6 +570,8 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     t->ring_acked = nc_test_seq0 - 1u;
     t->inline_max = (size_t)NC_CFG_NUM(&cfg, BCAST_INLINE_MAX);
     t->cma_min = cma_switch(t);
+    for (int k = 0; k < 3; k++)
+        t->gather_cma_min[k] = xg_cma_switch(t, k);
     t->bcast_set = 0;
     if (rc) {
         /* Local failures here (memory) cannot be agreed on any more: the

@@ -56,6 +56,9 @@ struct numacoll_team {
     int cma;
     size_t cma_min;        /* broadcasts from this size use CMA (coll/nc_bcast.c) */
     uint64_t cma_calls;    /* broadcasts this member took part in by CMA */
+    size_t gather_cma_min[3]; /* gather-family blocks from this size use CMA, per
+                                 NC_XG_* kind (coll/nc_gather.c) */
+    uint64_t gather_cma;   /* gather-family blocks this member sent or read by CMA */
     char cma_why[320];
     void *cma_bounce;
 

@@ -243,3 +243,53 @@ size_t nc_cma_switch_point(const nc_xfer_model_t *x, int p, int k, int coop, siz
         m = NC_CMA_SHARE_MIN * (size_t)p;
     return m;
 }
+
+/* ---- the gather family's transport choice ---------------------------------------- */
+
+/* Bytes per byte of block: the busiest member's copies, and all members'. */
+static void xg_copies(int kind, int cma, int coop, int p, double *busy, double *all)
+{
+    const double q = p - 1.0;
+    if (kind == NC_XG_ROOTED) {
+        *busy = cma ? (coop ? q / p : q) : q;
+        *all = cma ? q : 2 * q;
+    } else if (kind == NC_XG_ALLGATHER) {
+        *busy = cma ? q : p;
+        *all = cma ? p * q : (double)p * p;
+    } else {
+        *busy = q * (cma ? 1 : 2);
+        *all = p * q * (cma ? 1 : 2);
+    }
+}
+
+static double xg_slope(const nc_xfer_model_t *x, int kind, int cma, int coop, int p, int k)
+{
+    double busy, all;
+    xg_copies(kind, cma, coop, p, &busy, &all);
+    return (cma ? x->cma_byte : x->shm_byte) * fmax(busy, all / k);
+}
+
+double nc_xg_time_shm(const nc_xfer_model_t *x, int kind, double m, int p, int k)
+{
+    return x->shm_lat + m * xg_slope(x, kind, 0, 0, p, k);
+}
+
+double nc_xg_time_cma(const nc_xfer_model_t *x, int kind, double m, int p, int k, int coop)
+{
+    return x->cma_lat + m * xg_slope(x, kind, 1, coop, p, k);
+}
+
+size_t nc_xg_switch_point(const nc_xfer_model_t *x, int kind, int p, int k, int coop,
+                          size_t inline_max)
+{
+    if (p < 2 || k < 1)
+        return SIZE_MAX;
+    const double ds = xg_slope(x, kind, 0, 0, p, k) - xg_slope(x, kind, 1, coop, p, k);
+    if (!(ds > 0))
+        return SIZE_MAX;
+    const double m = ceil((x->cma_lat - x->shm_lat) / ds);
+    if (m >= 0x1p62)
+        return SIZE_MAX;
+    size_t floor = inline_max + 1 > NC_XG_CMA_FLOOR ? inline_max + 1 : NC_XG_CMA_FLOOR;
+    return m > (double)floor ? (size_t)m : floor;
+}

@@ -133,4 +133,27 @@ size_t nc_xfer_switch(const nc_xfer_model_t *x, int p, int k, int coop, size_t f
  * line's switch point but not below NC_CMA_SHARE_MIN * p; SIZE_MAX: never. */
 size_t nc_cma_switch_point(const nc_xfer_model_t *x, int p, int k, int coop, size_t inline_max);
 
+/*
+ * The same choice for the gather family (coll/nc_gather.c), per block of m
+ * bytes, from the copies the busiest member makes and those all members make
+ * (k CPUs share the latter): time = lat + byte * max(busiest, all / k).
+ *
+ *   kind       segment: busiest, all      CMA: busiest, all
+ *   rooted     (p-1) m, 2 (p-1) m         coop: (p-1) m / p, (p-1) m
+ *                                         single: (p-1) m, (p-1) m
+ *   allgather  p m, p^2 m                 (p-1) m, p (p-1) m
+ *   alltoall   2 (p-1) m, 2 p (p-1) m     (p-1) m, p (p-1) m
+ *
+ * (rooted: gather and scatter; with coop the root and its peers share each
+ * block's copy, see coll/nc_gather.c.) The switch point is never below
+ * NC_XG_CMA_FLOOR: under it the round trip of a CMA block costs more than
+ * the copies it saves (measured, docs/transport.md).
+ */
+enum { NC_XG_ROOTED, NC_XG_ALLGATHER, NC_XG_ALLTOALL };
+#define NC_XG_CMA_FLOOR ((size_t)128 << 10)
+double nc_xg_time_shm(const nc_xfer_model_t *x, int kind, double m, int p, int k);
+double nc_xg_time_cma(const nc_xfer_model_t *x, int kind, double m, int p, int k, int coop);
+size_t nc_xg_switch_point(const nc_xfer_model_t *x, int kind, int p, int k, int coop,
+                          size_t inline_max);
+
 #endif

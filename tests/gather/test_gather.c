@@ -18,7 +18,9 @@
  *   test_gather wrap             interleave with every counter starting near UINT32_MAX
  *   test_gather dead             a member SIGKILLs itself before a large alltoall: the others
  *                                get NUMACOLL_ERR_PEER_DEAD, no hang
- * Arguments NAME=VALUE set tunables first (numacoll_param_set).
+ * Arguments NAME=VALUE set tunables first (numacoll_param_set); expect_cma=1
+ * checks that every call of a non-v form with blocks above the inline size
+ * moved them by CMA (NUMACOLL_TRANSPORT=cma), expect_cma=0 that none did.
  */
 #include <signal.h>
 #include <stdint.h>
@@ -43,6 +45,7 @@ static const char *const names[NCOLL] = {"gather",    "gatherv",    "scatter",  
 static const int rooted[NCOLL] = {1, 1, 1, 1, 0, 0, 0, 0};
 
 static size_t g_I = 224, g_F = 65536;
+static int g_expect_cma = -1; /* expect_cma=0|1, -1: not checked */
 
 static inline unsigned char val(uint64_t call, int s, int d, size_t i)
 {
@@ -215,6 +218,7 @@ static int run_call(numacoll_team_t *tm, int me, int p, const call_t *c, bufs_t 
     if (ip && (c->id & 1) && sb == NUMACOLL_IN_PLACE)
         sb = NULL;
     int rc;
+    const uint64_t cma0 = tm->gather_cma;
     switch (coll) {
     case GATHER: rc = numacoll_gather(tm, sb, my_n, rb, root); break;
     case GATHERV: rc = numacoll_gatherv(tm, sb, one, rb, rl.cnt, rl.dsp, root); break;
@@ -239,6 +243,13 @@ static int run_call(numacoll_team_t *tm, int me, int p, const call_t *c, bufs_t 
     }
     CHECK(rc == want, "p=%d rank %d %s n=%zu root %d in place %d: returned %d (%s), want %d", p,
           me, names[coll], n, root, ip, rc, numacoll_strerror(rc), want);
+    /* The transport: with blocks above the inline size every member of a
+     * non-v form sends or reads one (the in-place scatter root included). */
+    if (g_expect_cma == 0)
+        CHECK(tm->gather_cma == cma0, "%s p=%d rank %d n=%zu: moved by CMA", names[coll], p, me, n);
+    if (g_expect_cma == 1 && !v && p > 1 && n > g_I && c->bad_rank < 0)
+        CHECK(tm->gather_cma > cma0, "%s p=%d rank %d n=%zu: not moved by CMA", names[coll], p, me,
+              n);
     if (want)
         return 0; /* contents are checked where everything agrees */
     /* Guards and the send buffer. */
@@ -476,7 +487,10 @@ int main(int argc, char **argv)
     int npos = 0;
     for (int i = 1; i < argc; i++) {
         char *eq = strchr(argv[i], '=');
-        if (eq) {
+        if (!strncmp(argv[i], "expect_cma=", 11)) {
+            g_expect_cma = atoi(argv[i] + 11);
+            printf("%s\n", argv[i]);
+        } else if (eq) {
             *eq = 0;
             int rc = numacoll_param_set(argv[i], eq + 1);
             if (rc) {

@@ -104,6 +104,37 @@ static void fmt_size(size_t n, char *buf, size_t len)
         nc_shm_fmt_bytes(n, buf, len);
 }
 
+/* The gather family's switch points (model/nc_model.h, nc_xg_switch_point). */
+static void print_xg_choice(FILE *out, const nc_config_t *cfg, const nc_xfer_model_t *x, int np,
+                            int cores)
+{
+    if (NC_CFG_NUM(cfg, TRANSPORT) != NC_TRANSPORT_AUTO || NC_CFG_NUM(cfg, GATHER_CMA_MIN)) {
+        char b[32];
+        fmt_size((size_t)NC_CFG_NUM(cfg, GATHER_CMA_MIN), b, sizeof b);
+        fprintf(out, "gather family, switch point: set by %s\n",
+                NC_CFG_NUM(cfg, TRANSPORT) == NC_TRANSPORT_SHM   ? "NUMACOLL_TRANSPORT=shm (never)"
+                : NC_CFG_NUM(cfg, TRANSPORT) == NC_TRANSPORT_CMA ? "NUMACOLL_TRANSPORT=cma (always)"
+                                                                 : b);
+        return;
+    }
+    static const char *const kinds[] = {"gather, scatter", "allgather", "alltoall"};
+    const size_t inl = (size_t)NC_CFG_NUM(cfg, GATHER_INLINE_MAX);
+    const int coop = (int)NC_CFG_NUM(cfg, CMA_COOP);
+    for (int k = 0; k < 3; k++) {
+        fprintf(out, "gather family, %s: CMA for blocks from (model), a team of p on %d CPUs:",
+                kinds[k], cores);
+        int shown = 0;
+        for (int p = 2; p <= np || p <= 2; p = p < 4 ? p + 1 : 2 * p) {
+            char b[32];
+            fmt_size(nc_xg_switch_point(x, k, p, cores, coop, inl), b, sizeof b);
+            fprintf(out, "%s p=%d: %s", shown++ ? "," : "", p, b);
+        }
+        char b[32];
+        fmt_size(nc_xg_switch_point(x, k, 2 * cores, cores, coop, inl), b, sizeof b);
+        fprintf(out, "; oversubscribed p=%d: %s\n", 2 * cores, b);
+    }
+}
+
 /* What the library does with the verdict: the transport, the cost model and
  * the switch points it implies (model/nc_model.h). */
 static void print_choice(FILE *out, const nc_config_t *cfg, int np, int cores, int cma_ok)
@@ -118,6 +149,7 @@ static void print_choice(FILE *out, const nc_config_t *cfg, int np, int cores, i
     fprintf(out, "cost model (NUMACOLL_COST_*): segment %.2f us + %.0f ps/byte per member copy; "
                  "CMA %.2f us + %.0f ps/byte per copy\n",
             x.shm_lat * 1e6, x.shm_byte * 1e12, x.cma_lat * 1e6, x.cma_byte * 1e12);
+    print_xg_choice(out, cfg, &x, np, cores);
     if (NC_CFG_NUM(cfg, TRANSPORT) != NC_TRANSPORT_AUTO || NC_CFG_NUM(cfg, CMA_MIN)) {
         char b[32];
         fmt_size((size_t)NC_CFG_NUM(cfg, CMA_MIN), b, sizeof b);
