@@ -105,8 +105,30 @@
  * also one it cannot use (another collective, a size mismatch), so the
  * sender never waits on a reader that stopped early; a reply is reused
  * E calls later by its writer, which has by then seen C2's wdone, so the
- * sender read it. An error of a system call (EFAULT: a buffer that is not
- * accessible; ESRCH: the peer is gone) fails the call of both ends.
+ * sender read it. An error of the sender's write (C2; EFAULT: a buffer that
+ * is not accessible, ESRCH: the peer is gone) fails the calls of both ends
+ * (wrc); an error of a receiver's read (C3) fails the receiver's call (a
+ * sender whose own buffer is not accessible gets no error, its receivers
+ * NUMACOLL_ERR_FAULT).
+ *
+ * A call that fails after step 2 (a member died, the team broke) leaves only
+ * once no peer can still touch this member's buffers, since with CMA they
+ * are read and written in place (the drain, xg_fail()):
+ *   D1. every share of C2 not written yet is published as written, with wrc =
+ *       the error (release of wdone; pairs with C4 and D3);
+ *   D2. out = c - 1 + 2^30 (release; pairs with D4 and step 1): it will never
+ *       read again (its reads of call c were system calls of its own thread,
+ *       and a broken team makes no more calls); every failure of the team on
+ *       this member does the same (nc_team_fail(), also from the other
+ *       collectives), so no one waits in D4 for a member that stopped
+ *       before call c;
+ *   D3. for each block it replied to (C1): wait until wdone == c (acquire) or
+ *       the sender died;
+ *   D4. when reads of its CMA blocks are not all counted (cdone < cneed):
+ *       wait until each of their receivers' out >= c (acquire) or it died.
+ * D3 and D4 wait only for what the others publish before they wait (D1, D2),
+ * so failing members never wait for each other in a cycle; a member that has
+ * not failed publishes the same by finishing call c.
  *
  * Release/acquire pairs: seq of an entry (2) / its reader (3r); sseq (3w) /
  * its readers (3r); con (3r, a reader's release) / the writer reusing the
@@ -129,7 +151,8 @@
  * NUMACOLL_ERR_TRUNCATE; a different collective or root in the entry's code
  * gives NUMACOLL_ERR_MISMATCH / NUMACOLL_ERR_ROOT, nothing is copied. Members
  * that disagree on who sends to whom (a different root on one member, MPI's
- * "erroneous program") wait for each other as the MPI libraries do.
+ * "erroneous program") wait for each other as the MPI libraries do (with
+ * CMA also when both only send, e.g. a scatter against a gather).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -362,6 +385,16 @@ int nc_gather_init(struct numacoll_team *t)
     return 0;
 }
 
+void nc_gather_abandon(struct numacoll_team *t)
+{
+    xg_state_t *st = t->gather_state;
+    if (!st || !st->area || !st->area[t->rank])
+        return;
+    /* D2. release: pairs with the acquire in D4 and in wait_boxes_free(). */
+    atomic_store_explicit(out_of(st, t->rank), t->gather_call - 1u + (1u << 30),
+                          memory_order_release);
+}
+
 /* Step 1. */
 static int wait_boxes_free(numacoll_team_t *t, xg_state_t *st, uint32_t c)
 {
@@ -580,6 +613,69 @@ static void cma_choose(const numacoll_team_t *t, const xg_state_t *st, int kind,
         w->share = share;
 }
 
+/* A wait of the drain gave up a round: 1 if member i is dead (stop waiting
+ * for it), else 0 (wait on). */
+static int peer_gone(numacoll_team_t *t, nc_backoff_t *b, int i)
+{
+    if (nc_backoff(b) >= 0)
+        return 0;
+    if (nc_pid_dead(t->pids[i]))
+        return 1;
+    nc_backoff_init(b, &t->wait);
+    return 0;
+}
+
+/* The drain D1-D4 of a call that fails with rc after step 2 (see the top). */
+static int xg_fail(numacoll_team_t *t, xg_state_t *st, uint32_t c, uint64_t c64, int nw, int nr,
+                   int rc)
+{
+    const int me = t->rank, p = t->p;
+    int posted = 0;
+    for (int i = 0; i < nw; i++) {
+        xg_wr_t *w = &st->wr[i];
+        if (w->cma == 1 && w->share) { /* D1 */
+            xg_ent_t *e = ent_of(st, p, me, c64, w->dst);
+            e->wrc = rc;
+            /* release: wrc before wdone; pairs with the acquire in
+             * read_step() (C4) and in D3. */
+            atomic_store_explicit(&e->wdone, c64, memory_order_release);
+            w->cma = 2;
+        }
+        posted |= w->cma != 0;
+    }
+    rc = nc_team_fail(t, rc); /* D2, nc_gather_abandon() */
+    nc_backoff_t b;
+    for (int i = 0; i < nr; i++) { /* D3 */
+        const xg_rd_t *r = &st->rd[i];
+        if (r->state != 3)
+            continue;
+        const xg_ent_t *e = ent_of(st, p, r->src, c64, me);
+        nc_backoff_init(&b, &t->wait);
+        /* acquire: pairs with the release of wdone in cma_write() or D1. */
+        while (atomic_load_explicit(&e->wdone, memory_order_acquire) != c64 &&
+               !peer_gone(t, &b, r->src))
+            ;
+    }
+    /* D4. acquire (both loads): pairs with the release of cdone in C3 and
+     * of out in step 4 or D2. */
+    if (!posted || atomic_load_explicit(cdone_of(st, me), memory_order_acquire) >= st->cneed)
+        return rc;
+    for (int i = 0; i < nw; i++) {
+        const xg_wr_t *w = &st->wr[i];
+        if (!w->cma)
+            continue;
+        for (int d = 0; d < p; d++) {
+            if (d == me || (w->dst >= 0 && d != w->dst))
+                continue;
+            nc_backoff_init(&b, &t->wait);
+            while ((int32_t)(atomic_load_explicit(out_of(st, d), memory_order_acquire) - c) < 0 &&
+                   !peer_gone(t, &b, d))
+                ;
+        }
+    }
+    return rc;
+}
+
 static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
 {
     xg_state_t *st = t->gather_state;
@@ -713,13 +809,14 @@ static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
             continue;
         }
         if ((rc = nc_backoff(&b)) < 0)
-            return nc_team_fail(t, rc);
+            return xg_fail(t, st, c, c64, nw, nr, rc);
     }
 
     /* 4. release: my reads of every entry and slot of call c happen before
      * their senders reuse them; pairs with the acquire in wait_boxes_free(). */
     atomic_store_explicit(out_of(st, me), c, memory_order_release);
-    return err;
+    /* a sender gone during its CMA read (C3): the team is unusable */
+    return err == NUMACOLL_ERR_PEER_DEAD ? nc_team_fail(t, err) : err;
 }
 
 /* ---- entry points -------------------------------------------------------------------- */

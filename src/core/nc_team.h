@@ -72,9 +72,14 @@ struct numacoll_team {
  * afterwards, to exercise wrap-around (tests set it near UINT32_MAX). */
 extern uint32_t nc_test_seq0;
 
+/* The gather family's part of a failure (coll/nc_gather.c, D2). */
+void nc_gather_abandon(struct numacoll_team *t);
+
 /* Called by collectives on a fatal error: the team is unusable from now on. */
 static inline int nc_team_fail(struct numacoll_team *t, int rc)
 {
+    if (!t->broken)
+        nc_gather_abandon(t);
     t->broken = 1;
     if (rc == NUMACOLL_ERR_PEER_DEAD || rc == NUMACOLL_ERR_BROKEN)
         nc_wait_break(&t->wait);
