@@ -82,6 +82,7 @@ struct nc_bench_opts {
     size_t buf_offset; /* --buf-offset: buffers start this far past a page boundary */
     double cache_mib;     /* --off-cache=MIB; 0: detect the LLC */
     int root, root_shift;
+    double imbalance;     /* --imbalance X: v-forms' blocks shrink to m (1 - X) */
     int runs;
     int nimpl;            /* user implementations (native, numacoll configs) */
     struct nc_bench_impl impl[NC_BENCH_MAX_IMPLS];

@@ -486,6 +486,20 @@ static int xg_rooted(enum nc_bench_coll c)
     return c >= NC_BENCH_GATHER && c <= NC_BENCH_SCATTERV;
 }
 
+/* Bytes of the block s -> d: m, or for a v-form under --imbalance X
+ * m (1 - X k / (p - 1)) with k the sender (gatherv, allgatherv), the receiver
+ * (scatterv) or (s + d) mod p (alltoallv). Blocks stay at k m in both buffers. */
+static size_t xg_cnt(const struct nc_bench_opts *o, enum nc_bench_coll c, size_t m, int p, int s,
+                     int d)
+{
+    if (o->imbalance <= 0 || p < 2 ||
+        (c != NC_BENCH_GATHERV && c != NC_BENCH_SCATTERV && c != NC_BENCH_ALLGATHERV &&
+         c != NC_BENCH_ALLTOALLV))
+        return m;
+    const int k = c == NC_BENCH_SCATTERV ? d : c == NC_BENCH_ALLTOALLV ? (s + d) % p : s;
+    return m - (size_t)((double)m * o->imbalance * k / (p - 1));
+}
+
 /* Send blocks of this rank (all p, whether used or not), receive blocks to junk,
  * guard bytes after both. */
 static void xg_fill(unsigned char *slot, enum nc_bench_coll c, size_t m, int p, int me, long k)
@@ -501,9 +515,9 @@ static void xg_fill(unsigned char *slot, enum nc_bench_coll c, size_t m, int p, 
 
 /* After the calls: the blocks the last call that used the slot (root `root`) gave
  * this rank, the send blocks unchanged, the guard bytes. A failure aborts. */
-static void xg_verify(const struct nc_bench_impl *im, enum nc_bench_coll c,
-                      const unsigned char *slot, size_t m, int p, int me, int root, long k,
-                      int run)
+static void xg_verify(const struct nc_bench_opts *o, const struct nc_bench_impl *im,
+                      enum nc_bench_coll c, const unsigned char *slot, size_t m, int p, int me,
+                      int root, long k, int run)
 {
     const size_t roff = nc_bench_recv_offset((size_t)p * m);
     const unsigned char *r = slot + roff;
@@ -520,7 +534,13 @@ static void xg_verify(const struct nc_bench_impl *im, enum nc_bench_coll c,
     if (scat) {
         if (me == root)
             return; /* its own block: not checked (the others' checks cover the data) */
-        for (size_t i = 0; i < m; i++)
+        const size_t n = xg_cnt(o, c, m, p, root, me);
+        for (size_t i = n; i < m; i++)
+            if (r[i] != 0x5a)
+                die("%s: %s of %zu bytes from root %d, buffer %ld, run %d: byte %zu past the "
+                    "%zu received written", im->label, mpi_call_name[c], m, root, k, run + 1, i,
+                    n);
+        for (size_t i = 0; i < n; i++)
             if (r[i] != xg_byte(k, root, me, i))
                 die("%s: %s of %zu bytes from root %d, buffer %ld, run %d: wrong byte %zu: "
                     "0x%02x, expected 0x%02x", im->label, mpi_call_name[c], m, root, k, run + 1,
@@ -530,8 +550,8 @@ static void xg_verify(const struct nc_bench_impl *im, enum nc_bench_coll c,
     if (xg_rooted(c) && me != root)
         return;
     for (int s = 0; s < p; s++)
-        for (size_t i = 0; i < m; i++) {
-            const unsigned char want = xg_byte(k, s, xg_per_dest(c) ? me : 0, i);
+        for (size_t i = 0, n = xg_cnt(o, c, m, p, s, me); i < m; i++) {
+            const unsigned char want = i < n ? xg_byte(k, s, xg_per_dest(c) ? me : 0, i) : 0x5a;
             if (r[(size_t)s * m + i] != want)
                 die("%s: %s of %zu bytes%s, buffer %ld, run %d: wrong byte %zu of the block "
                     "from rank %d: 0x%02x, expected 0x%02x", im->label, mpi_call_name[c], m,
@@ -541,38 +561,42 @@ static void xg_verify(const struct nc_bench_impl *im, enum nc_bench_coll c,
 }
 
 static int xg_counts_p = 0;
-static int *xg_counts, *xg_displs;
+static int *xg_counts; /* send counts, send displacements, receive counts, receive displs */
 
-/* One call of the gather family: slot = send blocks, receive blocks after them. */
-static int xg_call(int native, enum nc_bench_coll c, MPI_Comm comm, unsigned char *slot,
-                   size_t m, int root, int p)
+/* One call of the gather family: slot = send blocks, receive blocks after them;
+ * the v-forms' counts from xg_cnt(). */
+static int xg_call(const struct nc_bench_opts *o, int native, enum nc_bench_coll c, MPI_Comm comm,
+                   unsigned char *slot, size_t m, int root, int p, int me)
 {
     const int n = (int)m;
     void *s = slot, *r = slot + nc_bench_recv_offset((size_t)p * m);
     if (xg_counts_p != p) {
         free(xg_counts);
-        free(xg_displs);
-        xg_counts = malloc(sizeof(int) * (size_t)p);
-        xg_displs = malloc(sizeof(int) * (size_t)p);
-        if (!xg_counts || !xg_displs)
+        xg_counts = malloc(4 * sizeof(int) * (size_t)p);
+        if (!xg_counts)
             die("out of memory");
         xg_counts_p = p;
     }
+    int *sc = xg_counts, *sd = sc + p, *rc = sd + p, *rd = rc + p;
+    /* the block this rank sends to d, the one it receives from k (scatterv,
+     * gatherv: from and to the root) */
     for (int k = 0; k < p; k++) {
-        xg_counts[k] = n;
-        xg_displs[k] = k * n;
+        sc[k] = (int)xg_cnt(o, c, m, p, c == NC_BENCH_SCATTERV ? root : me, k);
+        rc[k] = (int)xg_cnt(o, c, m, p, k, c == NC_BENCH_GATHERV ? root : me);
+        sd[k] = rd[k] = k * n;
     }
-    const int *cn = xg_counts, *ds = xg_displs;
+    const int sn = (int)xg_cnt(o, c, m, p, me, root), rn = (int)xg_cnt(o, c, m, p, root, me);
 #define XG(NAME, ...) (native ? PMPI_##NAME(__VA_ARGS__) : MPI_##NAME(__VA_ARGS__))
     switch (c) {
     case NC_BENCH_GATHER: return XG(Gather, s, n, MPI_BYTE, r, n, MPI_BYTE, root, comm);
-    case NC_BENCH_GATHERV: return XG(Gatherv, s, n, MPI_BYTE, r, cn, ds, MPI_BYTE, root, comm);
+    case NC_BENCH_GATHERV: return XG(Gatherv, s, sn, MPI_BYTE, r, rc, rd, MPI_BYTE, root, comm);
     case NC_BENCH_SCATTER: return XG(Scatter, s, n, MPI_BYTE, r, n, MPI_BYTE, root, comm);
-    case NC_BENCH_SCATTERV: return XG(Scatterv, s, cn, ds, MPI_BYTE, r, n, MPI_BYTE, root, comm);
+    case NC_BENCH_SCATTERV: return XG(Scatterv, s, sc, sd, MPI_BYTE, r, rn, MPI_BYTE, root, comm);
     case NC_BENCH_ALLGATHER: return XG(Allgather, s, n, MPI_BYTE, r, n, MPI_BYTE, comm);
-    case NC_BENCH_ALLGATHERV: return XG(Allgatherv, s, n, MPI_BYTE, r, cn, ds, MPI_BYTE, comm);
+    case NC_BENCH_ALLGATHERV:
+        return XG(Allgatherv, s, sc[0], MPI_BYTE, r, rc, rd, MPI_BYTE, comm);
     case NC_BENCH_ALLTOALL: return XG(Alltoall, s, n, MPI_BYTE, r, n, MPI_BYTE, comm);
-    default: return XG(Alltoallv, s, cn, ds, MPI_BYTE, r, cn, ds, MPI_BYTE, comm);
+    default: return XG(Alltoallv, s, sc, sd, MPI_BYTE, r, rc, rd, MPI_BYTE, comm);
     }
 #undef XG
 }
@@ -645,7 +669,7 @@ static void call(const struct nc_bench_mpi *b, const struct nc_bench_impl *im,
         rc = native ? PMPI_Barrier(comm) : MPI_Barrier(comm);
         break;
     default:
-        rc = xg_call(native, coll, comm, buf, m, root, b->p);
+        rc = xg_call(o, native, coll, comm, buf, m, root, b->p, b->rank);
         break;
     }
     if (rc != MPI_SUCCESS) {
@@ -986,7 +1010,7 @@ void nc_bench_measure(struct nc_bench_mpi *b, const struct nc_bench_context *ctx
             call(b, im, coll, comm, buf, m, root);
             sum += now() - t0;
             if (o->verify_each && xg) {
-                xg_verify(im, coll, buf, m, p, me, root, i % (long)nbuf, run);
+                xg_verify(o, im, coll, buf, m, p, me, root, i % (long)nbuf, run);
             } else if (o->verify_each && red) {
                 red_verify(b, &ref, im, coll, buf, m, root, i, i % (long)nbuf, run, 1);
             } else if (o->verify_each) {
@@ -1049,7 +1073,7 @@ void nc_bench_measure(struct nc_bench_mpi *b, const struct nc_bench_context *ctx
     if (xg && !o->verify_each)
         for (long k = 0; k < used; k++) {
             long last = k + (n - 1 - k) / (long)nbuf * (long)nbuf;
-            xg_verify(im, coll, BUF(k), m, p, me, root_of(o, p, last), k, run);
+            xg_verify(o, im, coll, BUF(k), m, p, me, root_of(o, p, last), k, run);
         }
     if (red && !o->verify_each)
         for (long k = 0; k < used; k++)

@@ -47,7 +47,11 @@ void nc_bench_usage(FILE *out)
 "                          scatter, scatterv, allgather, allgatherv, alltoall,\n"
 "                          alltoallv, comma-separated (default bcast); the gather\n"
 "                          family: -m is each member's block (MPI_BYTE), the v-forms\n"
-"                          with equal counts\n"
+"                          with equal counts unless --imbalance\n"
+"      --imbalance X       the v-forms with uneven counts (X from 0 to 1, default 0):\n"
+"                          the block of rank k (gatherv, allgatherv: the sender;\n"
+"                          scatterv: the receiver; alltoallv: k = (s + d) mod p) is\n"
+"                          m (1 - X k / (p - 1)) bytes: m down to m (1 - X)\n"
 "  -m, --msglog A:B        sizes 0 and 2^A..2^B bytes (default 0:20), like IMB -msglog\n"
 "  -m LIST                 explicit sizes, e.g. 0,8,1K,64K,1M (K, M, G: powers of 1024)\n"
 "                          reduce, allreduce: a size is rounded down to whole elements\n"
@@ -732,6 +736,12 @@ int nc_bench_opts_parse(int argc, char **argv, struct nc_bench_opts *o, char *er
                 return fail(err, errlen, "--root: \"%s\" is not a rank (valid: 0 to %d)",
                             QUOTE(q, val), 1 << 24);
             o->root = (int)r;
+        } else if (IS("--imbalance")) {
+            NEED();
+            if (parse_double(val, 0, 1, &o->imbalance))
+                return fail(err, errlen,
+                            "--imbalance: \"%s\" is not a fraction (valid: 0 to 1; the v-forms' "
+                            "blocks then range from m down to m (1 - X))", QUOTE(q, val));
         } else if (IS("--root-shift")) {
             NOVAL();
             o->root_shift = 1;
@@ -919,6 +929,9 @@ void nc_bench_print_plan(FILE *out, const struct nc_bench_opts *o, int p, size_t
         fprintf(out, "  p             (the launcher's)\n");
     fprintf(out, "  root          %s%d\n", o->root_shift ? "shifting call by call, from " : "",
             o->root);
+    if (o->imbalance > 0)
+        fprintf(out, "  imbalance     %g: v-form blocks of m (1 - %g k / (p - 1)) bytes\n",
+                o->imbalance, o->imbalance);
     if (nc_bench_has_reduction(o))
         fprintf(out, "  reduction     %s on %s (%s, %zu-byte elements; sizes rounded down to whole "
                 "elements)\n", nc_bench_op_mpi_name(o->op), nc_bench_type_mpi_name(o->type),

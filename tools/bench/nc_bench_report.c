@@ -306,6 +306,11 @@ void nc_bench_print_table(FILE *out, struct nc_bench_results *res, const struct 
                 o->runs >= 3 ? " (min and max of t_max dropped)" : "", nc_bench_stat_name(o->stat));
         if (ctx->notes[0])
             fprintf(out, "# %s\n", ctx->notes);
+        const enum nc_bench_coll cc = o->coll[c];
+        if (o->imbalance > 0 && (cc == NC_BENCH_GATHERV || cc == NC_BENCH_SCATTERV ||
+                                 cc == NC_BENCH_ALLGATHERV || cc == NC_BENCH_ALLTOALLV))
+            fprintf(out, "# --imbalance %g: bytes is the largest block; rank k's block is bytes x "
+                    "(1 - %g k / (p - 1))\n", o->imbalance, o->imbalance);
         if (nc_bench_coll_is_reduction(o->coll[c]))
             fprintf(out, "# %s on %s: bytes = count x %zu; the first call's result of every size "
                     "checked; reduce-kernel: one core's numacoll_reduce_local (inout op= in)\n",
