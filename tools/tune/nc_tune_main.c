@@ -543,6 +543,109 @@ static int validate(const opts_t *o, const nc_tune_setting_t *q, const char *tre
     return pick;
 }
 
+/* ---- 5e. the gather family's transports ------------------------------------------- */
+
+/* Time of one MPI_Gather (root 0) or MPI_Alltoall of m bytes per block on c,
+ * each call in the next window of the pool (send blocks, then receive blocks). */
+static double time_mpi_xg(MPI_Comm c, int alltoall, char *pool, size_t poolbytes, size_t m,
+                          const opts_t *o)
+{
+    const size_t sbytes = alltoall ? (size_t)p * m : m;
+    const size_t step = (sbytes + (size_t)p * m + page - 1) / page * page;
+    const size_t nwin = poolbytes >= step ? poolbytes / step : 1;
+    double t0, warm = 0;
+    double *v = NULL;
+    int n = 0;
+    for (int i = -2; i < n; i++) {
+        char *s = pool + (size_t)(i < 0 ? 0 : i) % nwin * step, *r = s + sbytes;
+        PMPI_Barrier(c);
+        t0 = now();
+        if (alltoall)
+            MPI_Alltoall(s, (int)m, MPI_BYTE, r, (int)m, MPI_BYTE, c);
+        else
+            MPI_Gather(s, (int)m, MPI_BYTE, r, (int)m, MPI_BYTE, 0, c);
+        const double dt = now() - t0;
+        if (i == -1) {
+            warm = dt;
+            n = iterations(max_all(warm), o->quick ? 0.01 : 0.05, 3, o->quick ? 20 : 100);
+            if (!(v = malloc(sizeof(double) * (size_t)n)))
+                nc_tool_abort(MPI_COMM_WORLD, 1);
+        } else if (i >= 0) {
+            v[i] = dt;
+        }
+    }
+    return robust_tmax(v, n); /* frees v */
+}
+
+/* 5e: for MPI_Gather and MPI_Alltoall, the segment against CMA off-cache, the
+ * measured crossover (the smallest size from which CMA is faster at every
+ * larger size measured) next to the cost model's switch point with the
+ * constants of 5c (model/nc_model.h, nc_xg_switch_point). Printed only: the
+ * library takes the model's switch points (NUMACOLL_GATHER_CMA_MIN sets one
+ * for the whole family). */
+static void tune_xg_transport(const opts_t *o, const xfer_choice_t *xc, char *pool,
+                              size_t poolbytes)
+{
+    const char *shm[][2] = {{"TRANSPORT", "shm"}, {"CMA_COOP", NULL}};
+    const char *cma[][2] = {{"TRANSPORT", "cma"}, {"CMA_COOP", NULL}};
+    say("5e. the gather family: MPI_Gather (root 0) and MPI_Alltoall off-cache, through the "
+        "segment and by CMA [us]\n");
+    char was[32];
+    numacoll_param_get("TRANSPORT", was, sizeof was, NULL);
+    MPI_Comm cs = bcast_comm(shm, 2, pool), cc = bcast_comm(cma, 2, pool);
+    numacoll_param_set("TRANSPORT", was);
+    numacoll_team_t *t = numacoll_mpi_comm_team(cc);
+    int ok = t && t->cma, all;
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, node);
+    if (!all) {
+        say("   CMA is not allowed between these ranks: nothing to compare\n\n");
+        MPI_Comm_free(&cs);
+        MPI_Comm_free(&cc);
+        return;
+    }
+    enum { NX = 8 };
+    double xm[NX], ts[2][NX], tc[2][NX];
+    int nx = 0;
+    const double top = o->quick ? 1 << 20 : 4 << 20;
+    say("   %10s %12s %12s %12s %12s\n", "m", "gather seg", "gather CMA", "alltoall seg",
+        "alltoall CMA");
+    for (double m = 32 << 10; m <= top && nx < NX; m *= o->quick ? 4 : 2) {
+        xm[nx] = m;
+        for (int a = 0; a < 2; a++) {
+            ts[a][nx] = time_mpi_xg(cs, a, pool, poolbytes, (size_t)m, o);
+            tc[a][nx] = time_mpi_xg(cc, a, pool, poolbytes, (size_t)m, o);
+        }
+        say("   %10.0f %12.2f %12.2f %12.2f %12.2f\n", m, ts[0][nx] * 1e6, tc[0][nx] * 1e6,
+            ts[1][nx] * 1e6, tc[1][nx] * 1e6);
+        nx++;
+    }
+    MPI_Comm_free(&cs);
+    MPI_Comm_free(&cc);
+    static const char *const name[] = {"gather", "alltoall"};
+    static const int kind[] = {NC_XG_ROOTED, NC_XG_ALLTOALL};
+    char inl[32];
+    numacoll_param_get("GATHER_INLINE_MAX", inl, sizeof inl, NULL);
+    for (int a = 0; a < 2; a++) {
+        size_t cross = SIZE_MAX;
+        for (int i = nx - 1; i >= 0 && tc[a][i] <= ts[a][i]; i--)
+            cross = (size_t)xm[i];
+        const size_t sw = nc_xg_switch_point(&xc->x, kind[a], p, xc->k, 1,
+                                             (size_t)strtoull(inl, NULL, 10));
+        char m1[32], m2[32];
+        if (cross == SIZE_MAX)
+            snprintf(m1, sizeof m1, "never (up to %.0f)", top);
+        else
+            fmt_size((double)cross, m1, sizeof m1);
+        if (sw == SIZE_MAX)
+            snprintf(m2, sizeof m2, "never");
+        else
+            fmt_size((double)sw, m2, sizeof m2);
+        say("   -> %s: measured crossover %s, the model's switch point %s (constants %s)\n",
+            name[a], m1, m2, xc->measured ? "of 5c" : "built in");
+    }
+    say("\n");
+}
+
 /* ---- 5b. reductions ---------------------------------------------------------------- */
 
 /* A duplicate of MPI_COMM_WORLD whose numacoll team has these reduction
@@ -1129,6 +1232,7 @@ int main(int argc, char **argv)
     memset(vbuf, rank + 1, vbytes);
     const xfer_choice_t xc = tune_transport(&o, vbuf, vbytes);
     const int keep = validate(&o, &best, tree, &xc, vbuf, vbytes);
+    tune_xg_transport(&o, &xc, vbuf, vbytes);
     free(vbuf);
 
     /* 6. */
