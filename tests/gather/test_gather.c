@@ -18,12 +18,17 @@
  *   test_gather wrap             interleave with every counter starting near UINT32_MAX
  *   test_gather dead             a member SIGKILLs itself before a large alltoall: the others
  *                                get NUMACOLL_ERR_PEER_DEAD, no hang
+ *   test_gather fault            (with TRANSPORT=cma) a receive or send buffer with a page that
+ *                                is not accessible: NUMACOLL_ERR_FAULT on the member(s) whose
+ *                                copy hit it, no crash, nothing written past the buffer,
+ *                                the team works afterwards; p = 2
  * Arguments NAME=VALUE set tunables first (numacoll_param_set); expect_cma=1
  * checks that every call of a non-v form with blocks above the inline size
  * moved them by CMA (NUMACOLL_TRANSPORT=cma), expect_cma=0 that none did.
  */
 #include <signal.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -457,6 +462,62 @@ static int mode_interleave(uint64_t seed, const int *ps, int nps, int calls)
     return fails;
 }
 
+/* ---- fault -------------------------------------------------------------------------------- */
+/* Member 1's buffer: n bytes ending (recv) or starting (send) next to a page
+ * that is PROT_NONE. A scatter's reader reads the tail of its block itself
+ * (the root writes the first 1/2): only it faults. A gather's sender writes
+ * the first half of its block into the root (C2): its write faults, both
+ * calls fail (wrc). */
+static int body_fault(int rank, int p, const char *name, void *arg)
+{
+    (void)arg;
+    numacoll_bootstrap_t *bs;
+    numacoll_team_t *tm = team_up(rank, p, name, &bs);
+    CHECK(tm, "team");
+    const size_t pg = (size_t)sysconf(_SC_PAGESIZE), n = 64 * pg;
+    char *map = mmap(NULL, n + 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(map != MAP_FAILED, "mmap");
+    char *root_buf = malloc(2 * n), *ok = malloc(2 * n);
+    CHECK(root_buf && ok, "malloc");
+    memset(map, 0x11, n + 2 * pg);
+    memset(root_buf, 0x22, 2 * n);
+    /* scatter: member 1 receives into [map + pg, map + pg + n) with the last
+     * page of the block not accessible */
+    char *rbuf = map + pg;
+    if (rank == 1)
+        CHECK(mprotect(rbuf + n - pg, pg, PROT_NONE) == 0, "mprotect");
+    int rc = numacoll_scatter(tm, root_buf, rank == 0 ? ok : rbuf, n, 0);
+    CHECK(rc == (rank == 1 ? NUMACOLL_ERR_FAULT : 0), "rank %d: scatter into a bad buffer: %d (%s)",
+          rank, rc, numacoll_strerror(rc));
+    if (rank == 1) {
+        CHECK(mprotect(rbuf + n - pg, pg, PROT_READ | PROT_WRITE) == 0, "mprotect");
+        for (size_t i = 0; i < n / 2; i++) /* the root's share arrived */
+            CHECK(rbuf[i] == 0x22, "scatter: byte %zu of the root's share is %d", i, rbuf[i]);
+        CHECK(map[pg - 1] == 0x11 && map[pg + n] == 0x11, "scatter: written past the block");
+    }
+    /* gather: member 1 sends from a block whose first page is not accessible */
+    if (rank == 1)
+        CHECK(mprotect(map + pg, pg, PROT_NONE) == 0, "mprotect");
+    rc = numacoll_gather(tm, map + pg, n, root_buf, 0);
+    CHECK(rc == NUMACOLL_ERR_FAULT, "rank %d: gather from a bad buffer: %d (%s)", rank, rc,
+          numacoll_strerror(rc));
+    if (rank == 1)
+        CHECK(mprotect(map + pg, pg, PROT_READ | PROT_WRITE) == 0, "mprotect");
+    /* the team still works */
+    memset(map + pg, 0x40 + rank, n);
+    CHECK(numacoll_gather(tm, map + pg, n, ok, 0) == 0, "rank %d: gather afterwards", rank);
+    if (rank == 0)
+        for (size_t i = 0; i < 2 * n; i++)
+            CHECK(ok[i] == (char)(0x40 + (int)(i / n)), "gather afterwards: byte %zu", i);
+    CHECK(tm->gather_cma >= 3, "rank %d: %llu blocks by CMA", rank,
+          (unsigned long long)tm->gather_cma);
+    munmap(map, n + 2 * pg);
+    free(root_buf);
+    free(ok);
+    team_down(tm, bs);
+    return 0;
+}
+
 /* ---- dead ---------------------------------------------------------------------------------- */
 static int body_dead(int rank, int p, const char *name, void *arg)
 {
@@ -539,6 +600,9 @@ int main(int argc, char **argv)
         static const int ps[] = {3, 4};
         nc_test_seq0 = UINT32_MAX - 40;
         fails = mode_interleave(99, ps, (int)ARRAY_SIZE(ps), 200);
+    } else if (!strcmp(m, "fault")) {
+        fails = nc_fork_run(2, 60, body_fault, NULL, -1);
+        printf("fault p=2: %s\n", fails ? "FAIL" : "ok");
     } else if (!strcmp(m, "dead")) {
         fails = nc_fork_run(4, 30, body_dead, NULL, 3);
         printf("dead p=4: %s\n", fails ? "FAIL" : "ok");
