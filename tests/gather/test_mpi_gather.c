@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/nc_team.h" /* gather_cma */
 #include "numacoll_mpi.h"
 
 #define CANARY (-7)
@@ -407,6 +408,15 @@ int main(int argc, char **argv)
         MPI_Comm_split(MPI_COMM_WORLD, 0, p - g_rank, &rev);
         suite(rev, "reversed", 0, check, &id);
         suite(MPI_COMM_SELF, "self", 0, 0, &id);
+        /* NUMACOLL_TRANSPORT=cma on one node: the blocks went by CMA */
+        const char *tr = getenv("NUMACOLL_TRANSPORT");
+        numacoll_team_t *tw = numacoll_mpi_comm_team(MPI_COMM_WORLD);
+        if (tr && !strcmp(tr, "cma") && check == 1 && p > 1 && (!tw || !tw->cma || !tw->gather_cma)) {
+            fprintf(stderr, "rank %d: NUMACOLL_TRANSPORT=cma, but %s\n", g_rank,
+                    !tw ? "no team on MPI_COMM_WORLD" : !tw->cma ? "the team may not use CMA"
+                                                             : "no block went by CMA");
+            failures++;
+        }
         MPI_Comm_free(&dup);
         MPI_Comm_free(&half);
         MPI_Comm_free(&rev);
