@@ -5,10 +5,9 @@
  * on a communicator whose ranks share one node. Every call takes one path:
  *
  *   1. the communicator's state for this collective (nc_mpi_comm_get: the
- *      same answer on every rank); none, or alltoall(v) on several nodes: the
+ *      same answer on every rank); none: the
  *      MPI library (PMPI), counted in NUMACOLL_STATS; one rank: 2, a copy, 4;
- *      gather(v), scatter(v) and allgather(v) on several nodes: 2, the
- *      hierarchical steps below, 4;
+ *      on several nodes: 2, the hierarchical steps below, 4;
  *   2. each side (what this rank sends, what it receives) as byte blocks:
  *      block k of a typed buffer is (buf + displ_k * extent, count_k
  *      elements); when the datatype is dense (no holes, elements back to
@@ -245,8 +244,7 @@ static void side_unpack(side_t *s, MPI_Comm comm, int skip)
  *      to the leader of the root's node; 3. that leader sends the buffer to
  *      the root when it is not the root (PMPI_Send on the node's
  *      communicator); 4. the root copies the blocks to their places.
- * Scatter(v): hier_scatter() below. Alltoall(v) across nodes goes to the MPI
- * library.
+ * Scatter(v): hier_scatter() below; alltoall(v): hier_alltoall().
  */
 typedef struct nodes {
     int N;
@@ -595,6 +593,213 @@ static int hier_scatter(nc_mpi_comm_t *c, const xcall_t *x, const side_t *S, voi
     return rc;
 }
 
+/* ---- several nodes: alltoall(v) ------------------------------------------------------------ */
+/*
+ * In the node-packed order of above (N nodes, L members on mine):
+ *   1. each node gathers to its leader its members' send and receive sizes
+ *      (2p each, in node-packed order of the peer), then their send blocks
+ *      packed in node-packed order of the destination (the core's gather and
+ *      gatherv);
+ *   2. each leader builds for every node m one part: an 8-byte count, then
+ *      the blocks of its members (node order) to m's members (node order);
+ *      the leaders exchange the parts in one PMPI_Alltoallv, each expecting
+ *      from node m the count plus what its members expect from m's members;
+ *   3. each leader lays out for each member a status word and the blocks it
+ *      receives, in node-packed order of the source, and scatters them (the
+ *      core's scatterv); a part whose count differs from what the members
+ *      expect makes the status NUMACOLL_ERR_TRUNCATE for them all (sizes are
+ *      compared per node part, not per block: a part that is longer than
+ *      expected is the MPI library's MPI_ERR_TRUNCATE on the leaders);
+ *   4. every member takes its status and copies the blocks to their places.
+ * One leader call per user call; the leader holds about four times its
+ * node's bytes meanwhile.
+ */
+static int hier_alltoall(nc_mpi_comm_t *c, int coll, const side_t *S, side_t *R)
+{
+    const int p = c->size, me = c->rank, n = c->node_of[me], N = c->nnodes;
+    const int leader = c->leaders != MPI_COMM_NULL;
+    static const char none[1]; /* a send buffer of no bytes (NULL would mean in place) */
+    nodes_t nd;
+    if (nodes_init(&nd, c))
+        PMPI_Abort(c->comm, MPI_ERR_NO_MEM); /* a local failure the others cannot see */
+    const int L = nd.first[n + 1] - nd.first[n];
+    const size_t row = 2 * (size_t)p; /* sizes per member: p sent, then p received */
+    uint64_t *mysz = malloc(sizeof(uint64_t) * row);
+    uint64_t *sz = leader ? malloc(sizeof(uint64_t) * row * (size_t)L) : NULL;
+    size_t mytot = 0, myrecv = sizeof(uint64_t);
+    if (!mysz || (leader && !sz))
+        PMPI_Abort(c->comm, MPI_ERR_NO_MEM);
+    for (int i = 0; i < p; i++) {
+        mysz[i] = S->cnt[nd.at[i]];
+        mysz[p + i] = R->cnt[nd.at[i]];
+        mytot += S->cnt[nd.at[i]];
+        myrecv += R->cnt[nd.at[i]];
+    }
+    char *mine = malloc(mytot ? mytot : 1);
+    if (!mine)
+        PMPI_Abort(c->comm, MPI_ERR_NO_MEM);
+    for (size_t i = 0, at = 0; i < (size_t)p; i++) {
+        const size_t k = S->cnt[nd.at[i]];
+        if (k)
+            nc_copy(mine + at, S->base + S->dsp[nd.at[i]], k);
+        at += k;
+    }
+    /* 1. */
+    int rc = 0, rc2;
+    if (c->team)
+        rc = numacoll_gather(c->team, mysz, sizeof(uint64_t) * row, sz, 0);
+    else
+        memcpy(sz, mysz, sizeof(uint64_t) * row);
+    size_t *tot = NULL, *dsp = NULL, *out_n = NULL, *out_d = NULL;
+    char *got = NULL;
+    if (leader) {
+        tot = calloc((size_t)L, sizeof(size_t));
+        dsp = calloc((size_t)L, sizeof(size_t));
+        out_n = calloc((size_t)L, sizeof(size_t));
+        out_d = calloc((size_t)L, sizeof(size_t));
+        if (!tot || !dsp || !out_n || !out_d)
+            PMPI_Abort(c->comm, MPI_ERR_NO_MEM);
+        size_t all = 0, outall = 0;
+        for (int l = 0; l < L; l++) {
+            out_n[l] = sizeof(uint64_t);
+            for (int i = 0; i < p; i++) {
+                tot[l] += (size_t)sz[(size_t)l * row + (size_t)i];
+                out_n[l] += (size_t)sz[(size_t)l * row + (size_t)p + (size_t)i];
+            }
+            dsp[l] = all;
+            all += tot[l];
+            out_d[l] = outall;
+            outall += out_n[l];
+        }
+        if (!(got = malloc(all ? all : 1)))
+            PMPI_Abort(c->comm, MPI_ERR_NO_MEM);
+    }
+    if (c->team) {
+        rc2 = numacoll_gatherv(c->team, mytot ? mine : none, mytot, got, tot, dsp, 0);
+    } else {
+        if (mytot)
+            nc_copy(got, mine, mytot);
+        rc2 = 0;
+    }
+    if (!rc)
+        rc = rc2;
+    /* 2., 3. (the leader) */
+    char *out = NULL;
+    if (leader) {
+        int *scnt = malloc(sizeof(int) * (size_t)N * 4), *sdsp = scnt + N, *rcnt = sdsp + N,
+            *rdsp = rcnt + N;
+        size_t *soff = malloc(sizeof(size_t) * (size_t)L); /* where member l's next block is */
+        if (!scnt || !soff)
+            PMPI_Abort(c->comm, MPI_ERR_NO_MEM);
+        size_t stot = 0, rtot = 0;
+        for (int m = 0; m < N; m++) {
+            size_t sm = sizeof(uint64_t), rm = sizeof(uint64_t);
+            for (int l = 0; l < L; l++)
+                for (int i = nd.first[m]; i < nd.first[m + 1]; i++) {
+                    sm += (size_t)sz[(size_t)l * row + (size_t)i];
+                    rm += (size_t)sz[(size_t)l * row + (size_t)p + (size_t)i];
+                }
+            if (stot > INT_MAX || rtot > INT_MAX || sm > INT_MAX || rm > INT_MAX) {
+                nc_log_error("%s across nodes: more than %d bytes between two nodes' leaders",
+                             coll == NC_MPI_ALLTOALL ? "MPI_Alltoall" : "MPI_Alltoallv", INT_MAX);
+                PMPI_Abort(c->comm, MPI_ERR_COUNT);
+            }
+            scnt[m] = (int)sm, sdsp[m] = (int)stot, rcnt[m] = (int)rm, rdsp[m] = (int)rtot;
+            stot += sm;
+            rtot += rm;
+        }
+        if (stot > INT_MAX || rtot > INT_MAX) {
+            nc_log_error("%s across nodes: more than %d bytes through one leader",
+                         coll == NC_MPI_ALLTOALL ? "MPI_Alltoall" : "MPI_Alltoallv", INT_MAX);
+            PMPI_Abort(c->comm, MPI_ERR_COUNT);
+        }
+        char *sb = malloc(stot ? stot : 1), *rb = malloc(rtot ? rtot : 1);
+        if (!sb || !rb)
+            PMPI_Abort(c->comm, MPI_ERR_NO_MEM);
+        for (int l = 0; l < L; l++)
+            soff[l] = dsp[l];
+        for (int m = 0; m < N; m++) {
+            char *w = sb + sdsp[m];
+            const uint64_t cnt = (uint64_t)scnt[m] - sizeof(uint64_t);
+            memcpy(w, &cnt, sizeof cnt);
+            w += sizeof cnt;
+            for (int l = 0; l < L; l++)
+                for (int i = nd.first[m]; i < nd.first[m + 1]; i++) {
+                    const size_t k = (size_t)sz[(size_t)l * row + (size_t)i];
+                    if (k)
+                        nc_copy(w, got + soff[l], k);
+                    w += k;
+                    soff[l] += k;
+                }
+        }
+        PMPI_Alltoallv(sb, scnt, sdsp, MPI_BYTE, rb, rcnt, rdsp, MPI_BYTE, c->leaders);
+        nc_mpi_count_leader(coll, 1);
+        /* 3. */
+        size_t outall = out_d[L - 1] + out_n[L - 1];
+        if (!(out = malloc(outall)))
+            PMPI_Abort(c->comm, MPI_ERR_NO_MEM);
+        int64_t status = 0;
+        for (int m = 0; m < N; m++) {
+            uint64_t cnt;
+            memcpy(&cnt, rb + rdsp[m], sizeof cnt);
+            if (cnt != (uint64_t)rcnt[m] - sizeof(uint64_t)) {
+                nc_log_error("%s across nodes: node %d sends %llu bytes to node %d, whose ranks "
+                             "expect %llu",
+                             coll == NC_MPI_ALLTOALL ? "MPI_Alltoall" : "MPI_Alltoallv", m,
+                             (unsigned long long)cnt, n,
+                             (unsigned long long)((uint64_t)rcnt[m] - sizeof(uint64_t)));
+                status = NUMACOLL_ERR_TRUNCATE;
+            }
+        }
+        for (int l = 0; l < L; l++) {
+            memcpy(out + out_d[l], &status, sizeof status);
+            soff[l] = out_d[l] + sizeof(uint64_t);
+        }
+        for (int m = 0; m < N; m++) {
+            const char *r = rb + rdsp[m] + sizeof(uint64_t);
+            for (int i = nd.first[m]; i < nd.first[m + 1]; i++)
+                for (int l = 0; l < L; l++) {
+                    const size_t k = (size_t)sz[(size_t)l * row + (size_t)p + (size_t)i];
+                    if (k && !status)
+                        nc_copy(out + soff[l], r, k);
+                    r += k;
+                    soff[l] += k;
+                }
+        }
+        free(sb), free(rb), free(scnt), free(soff);
+    }
+    /* 3. the scatter, 4. */
+    char *back = malloc(myrecv);
+    if (!back)
+        PMPI_Abort(c->comm, MPI_ERR_NO_MEM);
+    if (c->team) {
+        rc2 = numacoll_scatterv(c->team, out, out_n, out_d, back, myrecv, 0);
+    } else {
+        nc_copy(back, out, myrecv);
+        rc2 = 0;
+    }
+    if (!rc)
+        rc = rc2;
+    int64_t status = 0;
+    if (!rc2)
+        memcpy(&status, back, sizeof status);
+    if (!rc && status)
+        rc = (int)status;
+    if (!rc) {
+        size_t at = sizeof(uint64_t);
+        for (int i = 0; i < p; i++) {
+            const int r = nd.at[i];
+            if (R->cnt[r])
+                nc_copy(R->base + R->dsp[r], back + at, R->cnt[r]);
+            at += R->cnt[r];
+        }
+    }
+    nodes_fini(&nd);
+    free(mysz), free(sz), free(mine), free(tot), free(dsp), free(out_n), free(out_d), free(got),
+        free(out), free(back);
+    return rc;
+}
+
 /* ---- 1.-4. ------------------------------------------------------------------------------ */
 
 static size_t bytes_of(int count, MPI_Datatype dt)
@@ -643,7 +848,7 @@ static int xg_mpi(xcall_t *x)
     }
     /* 1. */
     const int solo = !c && p == 1 && nc_mpi_solo(x->comm, coll);
-    const int hier = c && c->nnodes > 1 && coll != NC_MPI_ALLTOALL && coll != NC_MPI_ALLTOALLV;
+    const int hier = c && c->nnodes > 1;
     if (!solo && !hier && (!c || c->nnodes > 1 || (!c->team && p > 1))) {
         nc_mpi_count(coll, 0, sent_bytes(x, p, me));
         return pmpi(x);
@@ -742,6 +947,8 @@ static int xg_mpi(xcall_t *x)
         if (n)
             memmove(to, S.base + S.dsp[0], n);
         rc = S.cnt[0] == R.cnt[0] ? 0 : NUMACOLL_ERR_TRUNCATE;
+    } else if (!rc && hier && a2a) {
+        rc = hier_alltoall(c, coll, &S, &R);
     } else if (!rc && hier && scat) {
         rc = hier_scatter(c, x, &S, ip ? NULL : R.base + R.dsp[0], ip ? S.cnt[me] : R.cnt[0]);
     } else if (!rc && hier) {

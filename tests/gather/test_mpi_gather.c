@@ -213,10 +213,9 @@ static int run_call(MPI_Comm comm, const call_t *c, int check_nc)
     default: rc = MPI_Alltoallv(sb, sce, sd, S.dt, rb, rce, rd, R.dt, comm); break;
     }
     const int took = nc_calls() > before;
-    /* check_nc 1: one node, every call numacoll's; 2: virtual nodes, gather(v),
-     * scatter(v) and allgather(v) numacoll's (hierarchical), alltoall(v) the MPI
-     * library's */
-    const int hier = coll != ALLTOALL && coll != ALLTOALLV;
+    /* check_nc 1: one node, every call numacoll's; 2: virtual nodes, every call
+     * numacoll's (hierarchical) */
+    const int hier = 1;
     if (check_nc == 1 && p > 1 && !took)
         FAIL("%s p=%d: not numacoll's on one node", names[coll], p);
     if (check_nc == 2 && p > 1 && took != hier)

@@ -192,7 +192,7 @@ layout_case()
     expect_hosts "$spec" "$map" "$np"
     expect_nodes "$np" "$h"
     expect_stats "$spec" "[0-9]+" bcast barrier allreduce reduce gather gatherv scatter scatterv \
-        allgather allgatherv
+        allgather allgatherv alltoall alltoallv
     expect_clean "$spec"
     echo "PASS $case ($flavor): $np ranks on $h hosts, by $map"
 }
