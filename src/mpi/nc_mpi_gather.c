@@ -600,16 +600,18 @@ static int hier_scatter(nc_mpi_comm_t *c, const xcall_t *x, const side_t *S, voi
  *      (2p each, in node-packed order of the peer), then their send blocks
  *      packed in node-packed order of the destination (the core's gather and
  *      gatherv);
- *   2. each leader builds for every node m one part: an 8-byte count, then
- *      the blocks of its members (node order) to m's members (node order);
+ *   2. each leader builds for every node m one part: its error (0: none),
+ *      the sizes of its members' blocks to m's members, then those blocks
+ *      (sources in node order, each with its destinations in node order);
  *      the leaders exchange the parts in one PMPI_Alltoallv, each expecting
- *      from node m the count plus what its members expect from m's members;
+ *      from node m the header plus what its members expect from m's members;
  *   3. each leader lays out for each member a status word and the blocks it
  *      receives, in node-packed order of the source, and scatters them (the
- *      core's scatterv); a part whose count differs from what the members
- *      expect makes the status NUMACOLL_ERR_TRUNCATE for them all (sizes are
- *      compared per node part, not per block: a part that is longer than
- *      expected is the MPI library's MPI_ERR_TRUNCATE on the leaders);
+ *      core's scatterv); a block whose size differs from what its receiver
+ *      expects makes that receiver's status NUMACOLL_ERR_TRUNCATE; a part
+ *      longer in all than expected (the exchange fails: the MPI library's
+ *      MPI_ERR_TRUNCATE on the leaders), a part that cannot be followed or a
+ *      sending leader's error make every member's status an error;
  *   4. every member takes its status and copies the blocks to their places.
  * One leader call per user call; the leader holds about four times its
  * node's bytes meanwhile.
@@ -625,7 +627,7 @@ static int hier_alltoall(nc_mpi_comm_t *c, int coll, const side_t *S, side_t *R)
     const int L = nd.first[n + 1] - nd.first[n];
     const size_t row = 2 * (size_t)p; /* sizes per member: p sent, then p received */
     uint64_t *mysz = malloc(sizeof(uint64_t) * row);
-    uint64_t *sz = leader ? malloc(sizeof(uint64_t) * row * (size_t)L) : NULL;
+    uint64_t *sz = leader ? calloc(row * (size_t)L, sizeof(uint64_t)) : NULL;
     size_t mytot = 0, myrecv = sizeof(uint64_t);
     if (!mysz || (leader && !sz))
         PMPI_Abort(c->comm, MPI_ERR_NO_MEM);
@@ -650,6 +652,8 @@ static int hier_alltoall(nc_mpi_comm_t *c, int coll, const side_t *S, side_t *R)
         rc = numacoll_gather(c->team, mysz, sizeof(uint64_t) * row, sz, 0);
     else
         memcpy(sz, mysz, sizeof(uint64_t) * row);
+    if (leader && rc && rc != NUMACOLL_ERR_TRUNCATE) /* the team broke: no sizes */
+        memset(sz, 0, sizeof(uint64_t) * row * (size_t)L);
     size_t *tot = NULL, *dsp = NULL, *out_n = NULL, *out_d = NULL;
     char *got = NULL;
     if (leader) {
@@ -686,14 +690,25 @@ static int hier_alltoall(nc_mpi_comm_t *c, int coll, const side_t *S, side_t *R)
     /* 2., 3. (the leader) */
     char *out = NULL;
     if (leader) {
+        /* A late NUMACOLL_ERR_TRUNCATE (a broadcast before) leaves the data
+         * good; any other error (the team broke) leaves none: no sizes, no
+         * blocks, the error in every part. */
+        const int lbad = rc && rc != NUMACOLL_ERR_TRUNCATE;
+        if (lbad)
+            memset(sz, 0, sizeof(uint64_t) * row * (size_t)L);
+        const char *what = coll == NC_MPI_ALLTOALL ? "MPI_Alltoall" : "MPI_Alltoallv";
         int *scnt = malloc(sizeof(int) * (size_t)N * 4), *sdsp = scnt + N, *rcnt = sdsp + N,
             *rdsp = rcnt + N;
-        size_t *soff = malloc(sizeof(size_t) * (size_t)L); /* where member l's next block is */
-        if (!scnt || !soff)
+        size_t *soff = malloc(sizeof(size_t) * (size_t)L); /* member l's next block */
+        int64_t *status = calloc((size_t)L, sizeof(int64_t));
+        if (!scnt || !soff || !status)
             PMPI_Abort(c->comm, MPI_ERR_NO_MEM);
+        /* A part: the sender's error (0: none), the sizes of its blocks (its
+         * members x the receiving node's members), the blocks. */
         size_t stot = 0, rtot = 0;
         for (int m = 0; m < N; m++) {
-            size_t sm = sizeof(uint64_t), rm = sizeof(uint64_t);
+            const size_t Lm = (size_t)(nd.first[m + 1] - nd.first[m]);
+            size_t sm = sizeof(uint64_t) * (1 + (size_t)L * Lm), rm = sm;
             for (int l = 0; l < L; l++)
                 for (int i = nd.first[m]; i < nd.first[m + 1]; i++) {
                     sm += (size_t)sz[(size_t)l * row + (size_t)i];
@@ -701,7 +716,7 @@ static int hier_alltoall(nc_mpi_comm_t *c, int coll, const side_t *S, side_t *R)
                 }
             if (stot > INT_MAX || rtot > INT_MAX || sm > INT_MAX || rm > INT_MAX) {
                 nc_log_error("%s across nodes: more than %d bytes between two nodes' leaders",
-                             coll == NC_MPI_ALLTOALL ? "MPI_Alltoall" : "MPI_Alltoallv", INT_MAX);
+                             what, INT_MAX);
                 PMPI_Abort(c->comm, MPI_ERR_COUNT);
             }
             scnt[m] = (int)sm, sdsp[m] = (int)stot, rcnt[m] = (int)rm, rdsp[m] = (int)rtot;
@@ -709,64 +724,81 @@ static int hier_alltoall(nc_mpi_comm_t *c, int coll, const side_t *S, side_t *R)
             rtot += rm;
         }
         if (stot > INT_MAX || rtot > INT_MAX) {
-            nc_log_error("%s across nodes: more than %d bytes through one leader",
-                         coll == NC_MPI_ALLTOALL ? "MPI_Alltoall" : "MPI_Alltoallv", INT_MAX);
+            nc_log_error("%s across nodes: more than %d bytes through one leader", what, INT_MAX);
             PMPI_Abort(c->comm, MPI_ERR_COUNT);
         }
-        char *sb = malloc(stot ? stot : 1), *rb = malloc(rtot ? rtot : 1);
+        char *sb = malloc(stot ? stot : 1), *rb = calloc(1, rtot ? rtot : 1);
         if (!sb || !rb)
             PMPI_Abort(c->comm, MPI_ERR_NO_MEM);
         for (int l = 0; l < L; l++)
             soff[l] = dsp[l];
         for (int m = 0; m < N; m++) {
-            char *w = sb + sdsp[m];
-            const uint64_t cnt = (uint64_t)scnt[m] - sizeof(uint64_t);
-            memcpy(w, &cnt, sizeof cnt);
-            w += sizeof cnt;
+            uint64_t *h = (uint64_t *)(void *)(sb + sdsp[m]);
+            char *w = (char *)(h + 1 + (size_t)L * (size_t)(nd.first[m + 1] - nd.first[m]));
+            h[0] = lbad ? (uint64_t)(int64_t)rc : 0;
             for (int l = 0; l < L; l++)
                 for (int i = nd.first[m]; i < nd.first[m + 1]; i++) {
                     const size_t k = (size_t)sz[(size_t)l * row + (size_t)i];
+                    *++h = k;
                     if (k)
                         nc_copy(w, got + soff[l], k);
                     w += k;
                     soff[l] += k;
                 }
         }
-        PMPI_Alltoallv(sb, scnt, sdsp, MPI_BYTE, rb, rcnt, rdsp, MPI_BYTE, c->leaders);
+        int64_t all_bad = 0; /* an error for every rank of the node */
+        if (PMPI_Alltoallv(sb, scnt, sdsp, MPI_BYTE, rb, rcnt, rdsp, MPI_BYTE, c->leaders) !=
+            MPI_SUCCESS) { /* the leaders' error handler returned: a longer part than expected */
+            nc_log_error("%s across nodes: the leaders' exchange failed (block sizes differ "
+                         "across nodes)", what);
+            all_bad = NUMACOLL_ERR_TRUNCATE;
+        }
         nc_mpi_count_leader(coll, 1);
-        /* 3. */
+        /* 3. every block checked against what its receiver expects */
         size_t outall = out_d[L - 1] + out_n[L - 1];
-        if (!(out = malloc(outall)))
+        if (!(out = calloc(1, outall)))
             PMPI_Abort(c->comm, MPI_ERR_NO_MEM);
-        int64_t status = 0;
-        for (int m = 0; m < N; m++) {
-            uint64_t cnt;
-            memcpy(&cnt, rb + rdsp[m], sizeof cnt);
-            if (cnt != (uint64_t)rcnt[m] - sizeof(uint64_t)) {
-                nc_log_error("%s across nodes: node %d sends %llu bytes to node %d, whose ranks "
-                             "expect %llu",
-                             coll == NC_MPI_ALLTOALL ? "MPI_Alltoall" : "MPI_Alltoallv", m,
-                             (unsigned long long)cnt, n,
-                             (unsigned long long)((uint64_t)rcnt[m] - sizeof(uint64_t)));
-                status = NUMACOLL_ERR_TRUNCATE;
-            }
-        }
-        for (int l = 0; l < L; l++) {
-            memcpy(out + out_d[l], &status, sizeof status);
+        for (int l = 0; l < L; l++)
             soff[l] = out_d[l] + sizeof(uint64_t);
-        }
-        for (int m = 0; m < N; m++) {
-            const char *r = rb + rdsp[m] + sizeof(uint64_t);
-            for (int i = nd.first[m]; i < nd.first[m + 1]; i++)
+        for (int m = 0; m < N && !all_bad; m++) {
+            const int Lm = nd.first[m + 1] - nd.first[m];
+            const uint64_t *h = (const uint64_t *)(const void *)(rb + rdsp[m]);
+            const char *r = (const char *)(h + 1 + (size_t)Lm * (size_t)L);
+            const char *end = rb + rdsp[m] + rcnt[m];
+            if (h[0]) { /* that leader failed: its node's error, for every rank here */
+                all_bad = (int64_t)h[0];
+                break;
+            }
+            for (int s = 0; s < Lm; s++)
                 for (int l = 0; l < L; l++) {
-                    const size_t k = (size_t)sz[(size_t)l * row + (size_t)p + (size_t)i];
-                    if (k && !status)
+                    const size_t k = (size_t)*++h;
+                    const size_t want =
+                        (size_t)sz[(size_t)l * row + (size_t)p + (size_t)(nd.first[m] + s)];
+                    if (k != want || k > (size_t)(end - r)) {
+                        if (!status[l])
+                            nc_log_error("%s across nodes: rank %d sends %zu bytes to rank %d, "
+                                         "which expects %zu", what, nd.at[nd.first[m] + s], k,
+                                         nd.at[nd.first[n] + l], want);
+                        status[l] = NUMACOLL_ERR_TRUNCATE;
+                        if (k > (size_t)(end - r)) { /* cannot follow the part any further */
+                            all_bad = NUMACOLL_ERR_TRUNCATE;
+                            s = Lm;
+                            break;
+                        }
+                    } else if (k) {
                         nc_copy(out + soff[l], r, k);
+                    }
                     r += k;
-                    soff[l] += k;
+                    soff[l] += want;
                 }
         }
-        free(sb), free(rb), free(scnt), free(soff);
+        if (lbad)
+            all_bad = rc;
+        for (int l = 0; all_bad && l < L; l++)
+            status[l] = all_bad;
+        for (int l = 0; l < L; l++)
+            memcpy(out + out_d[l], &status[l], sizeof status[l]);
+        free(sb), free(rb), free(scnt), free(soff), free(status);
     }
     /* 3. the scatter, 4. */
     char *back = malloc(myrecv);
@@ -981,8 +1013,10 @@ static int xg_mpi(xcall_t *x)
             break;
         }
     }
-    /* 4. (what fits, also after a size mismatch) */
-    if (!rc || rc == NUMACOLL_ERR_TRUNCATE)
+    /* 4. (what fits, also after a size mismatch; across nodes only what
+     * arrived whole: the hierarchical paths leave the blocks of a failed call
+     * out) */
+    if (!rc || (rc == NUMACOLL_ERR_TRUNCATE && !hier))
         side_unpack(&R, x->comm, gath && ip ? me : -1);
     side_fini(&S);
     side_fini(&R);
