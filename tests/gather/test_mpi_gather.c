@@ -137,6 +137,8 @@ static int elems(const side_t *sd, int ints)
     return ints / sd->per;
 }
 
+static int g_loose; /* mismatch mode on virtual nodes: alltoall(v) only, see run_call() */
+
 static int run_call(MPI_Comm comm, const call_t *c, int check_nc)
 {
     int p, me;
@@ -238,7 +240,9 @@ static int run_call(MPI_Comm comm, const call_t *c, int check_nc)
     if (rc != MPI_SUCCESS)
         MPI_Error_class(rc, &cls);
     if (c->bad >= 0) {
-        if (took && cls != want)
+        /* across nodes (g_loose) a rank with no bad block of its own may get
+         * TRUNCATE too: its node's part was longer than expected */
+        if (took && cls != want && !(g_loose && !want && cls == MPI_ERR_TRUNCATE))
             FAIL("%s p=%d mismatch: error class %d, want %d", names[coll], p, cls, want);
         goto out;
     }
@@ -387,7 +391,9 @@ int main(int argc, char **argv)
     uint64_t id = 0;
     if (!strcmp(mode, "mismatch")) {
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-        for (int coll = 0; coll < NCOLL; coll++)
+        /* on virtual nodes: alltoall(v), whose sizes travel with the blocks */
+        g_loose = check == 2;
+        for (int coll = g_loose ? ALLTOALL : 0; coll < NCOLL; coll++)
             for (int n = 5; n <= 50005; n += 50000) {
                 call_t c = {coll, rooted[coll] ? p - 1 : -1, 0, 0, n, ++id, p > 1 ? 1 : 0};
                 run_call(MPI_COMM_WORLD, &c, 0);
