@@ -51,15 +51,16 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
       "1: one report per team (layout, leaders, placement); 2: per member; 3: debug.")          \
     /* ---- transports (shm/nc_cma.c, coll/nc_bcast.c) ---- */                              \
     X(TRANSPORT, NC_PT_ENUM, "auto", 0, 0, "auto|shm|cma", "",                                 \
-      "Large broadcasts: auto (the cost model picks, per size, the copy through the segment "   \
-      "or CMA), shm (always the segment) or cma (CMA above the inline size whenever the team "  \
-      "can use it).")                                                                           \
+      "Large broadcasts and gather-family blocks: auto (the cost model picks, per size and "   \
+      "collective, the copy through the segment or CMA), shm (always the segment) or cma (CMA " \
+      "above the inline size whenever the team can use it).")                                 \
     X(CMA_MIN, NC_PT_SIZE, "0", 0, INT64_C(1) << 50, NULL, "bytes",                            \
       "With NUMACOLL_TRANSPORT=auto, broadcasts of at least this many bytes use CMA; 0: the "   \
       "cost model's switch point (numacoll-info prints it).")                                   \
     X(CMA_COOP, NC_PT_INT, "1", 0, 1, NULL, "bool",                                             \
       "1: in a CMA broadcast the root writes a 1/p share into every reader while the readers "  \
-      "read the rest, so all cores copy; 0: the readers read everything.")                      \
+      "read the rest, so all cores copy (gather, scatter: both ends of a block share its "      \
+      "copy); 0: the readers read everything.")                                                 \
     X(COST_SHM_NS, NC_PT_INT, "8500", 0, 1000000000, NULL, "ns",                               \
       "Transport cost model (model/nc_model.h): fixed cost of a broadcast through the segment; " \
       "numacoll-tune measures it.")                                                             \
