@@ -104,71 +104,67 @@ static void fmt_size(size_t n, char *buf, size_t len)
         nc_shm_fmt_bytes(n, buf, len);
 }
 
-/* The gather family's switch points (model/nc_model.h, nc_xg_switch_point). */
-static void print_xg_choice(FILE *out, const nc_config_t *cfg, const nc_xfer_model_t *x, int np,
-                            int cores)
+/* When NUMACOLL_TRANSPORT or a switch-point tunable (min, its value) sets the
+ * choice, say so after `what` and return 1; 0 when the model decides. */
+static int print_override(FILE *out, const nc_config_t *cfg, long long min, const char *what)
 {
-    if (NC_CFG_NUM(cfg, TRANSPORT) != NC_TRANSPORT_AUTO || NC_CFG_NUM(cfg, GATHER_CMA_MIN)) {
-        char b[32];
-        fmt_size((size_t)NC_CFG_NUM(cfg, GATHER_CMA_MIN), b, sizeof b);
-        fprintf(out, "gather family, switch point: set by %s\n",
-                NC_CFG_NUM(cfg, TRANSPORT) == NC_TRANSPORT_SHM   ? "NUMACOLL_TRANSPORT=shm (never)"
-                : NC_CFG_NUM(cfg, TRANSPORT) == NC_TRANSPORT_CMA ? "NUMACOLL_TRANSPORT=cma (always)"
-                                                                 : b);
-        return;
-    }
-    static const char *const kinds[] = {"gather, scatter", "allgather", "alltoall"};
-    const size_t inl = (size_t)NC_CFG_NUM(cfg, GATHER_INLINE_MAX);
-    const int coop = (int)NC_CFG_NUM(cfg, CMA_COOP);
-    for (int k = 0; k < 3; k++) {
-        fprintf(out, "gather family, %s: CMA for blocks from (model), a team of p on %d CPUs:",
-                kinds[k], cores);
-        int shown = 0;
-        for (int p = 2; p <= np || p <= 2; p = p < 4 ? p + 1 : 2 * p) {
-            char b[32];
-            fmt_size(nc_xg_switch_point(x, k, p, cores, coop, inl), b, sizeof b);
-            fprintf(out, "%s p=%d: %s", shown++ ? "," : "", p, b);
+    if (NC_CFG_NUM(cfg, TRANSPORT) == NC_TRANSPORT_AUTO && !min)
+        return 0;
+    char b[32];
+    fmt_size((size_t)min, b, sizeof b);
+    fprintf(out, "%sswitch point: set by %s\n", what,
+            NC_CFG_NUM(cfg, TRANSPORT) == NC_TRANSPORT_SHM   ? "NUMACOLL_TRANSPORT=shm (never)"
+            : NC_CFG_NUM(cfg, TRANSPORT) == NC_TRANSPORT_CMA ? "NUMACOLL_TRANSPORT=cma (always)"
+                                                             : b);
+    return 1;
+}
+
+/* One kind of exchange's switch points for p = 2, 3, 4, 8, ... up to np and
+ * for twice the cores; kind < 0: the broadcast's. */
+static void print_points(FILE *out, const nc_xfer_model_t *x, int kind, int np, int cores,
+                         int coop, size_t inl)
+{
+    int shown = 0;
+    char b[32];
+    for (int p = 2;; p = p < 4 ? p + 1 : 2 * p) {
+        const int last = !(p <= np || p <= 2), q = last ? 2 * cores : p;
+        fmt_size(kind < 0 ? nc_cma_switch_point(x, q, cores, coop, inl)
+                          : nc_xg_switch_point(x, kind, q, cores, coop, inl),
+                 b, sizeof b);
+        if (last) {
+            fprintf(out, "; oversubscribed p=%d: %s\n", q, b);
+            return;
         }
-        char b[32];
-        fmt_size(nc_xg_switch_point(x, k, 2 * cores, cores, coop, inl), b, sizeof b);
-        fprintf(out, "; oversubscribed p=%d: %s\n", 2 * cores, b);
+        fprintf(out, "%s p=%d: %s", shown++ ? "," : "", q, b);
     }
 }
 
 /* What the library does with the verdict: the transport, the cost model and
- * the switch points it implies (model/nc_model.h). */
+ * the switch points it implies (model/nc_model.h), for broadcasts and for
+ * each kind of gather-family exchange. */
 static void print_choice(FILE *out, const nc_config_t *cfg, int np, int cores, int cma_ok)
 {
     nc_xfer_model_t x;
     nc_team_cost_model(cfg, &x);
     const int coop = (int)NC_CFG_NUM(cfg, CMA_COOP);
-    const size_t inl = (size_t)NC_CFG_NUM(cfg, BCAST_INLINE_MAX);
     fprintf(out, "numacoll's large broadcasts: NUMACOLL_TRANSPORT=%s, NUMACOLL_CMA_COOP=%d%s\n",
             cfg->v[NC_P_TRANSPORT].text, coop,
             cma_ok ? "" : " (CMA refused here: every team copies through the segment)");
     fprintf(out, "cost model (NUMACOLL_COST_*): segment %.2f us + %.0f ps/byte per member copy; "
                  "CMA %.2f us + %.0f ps/byte per copy\n",
             x.shm_lat * 1e6, x.shm_byte * 1e12, x.cma_lat * 1e6, x.cma_byte * 1e12);
-    print_xg_choice(out, cfg, &x, np, cores);
-    if (NC_CFG_NUM(cfg, TRANSPORT) != NC_TRANSPORT_AUTO || NC_CFG_NUM(cfg, CMA_MIN)) {
-        char b[32];
-        fmt_size((size_t)NC_CFG_NUM(cfg, CMA_MIN), b, sizeof b);
-        fprintf(out, "switch point: set by %s\n",
-                NC_CFG_NUM(cfg, TRANSPORT) == NC_TRANSPORT_SHM   ? "NUMACOLL_TRANSPORT=shm (never)"
-                : NC_CFG_NUM(cfg, TRANSPORT) == NC_TRANSPORT_CMA ? "NUMACOLL_TRANSPORT=cma (always)"
-                                                                 : b);
-        return;
+    if (!print_override(out, cfg, NC_CFG_NUM(cfg, GATHER_CMA_MIN), "gather family, ")) {
+        static const char *const kinds[] = {"gather, scatter", "allgather", "alltoall"};
+        for (int k = 0; k < 3; k++) {
+            fprintf(out, "gather family, %s: CMA for blocks from (model), a team of p on %d CPUs:",
+                    kinds[k], cores);
+            print_points(out, &x, k, np, cores, coop, (size_t)NC_CFG_NUM(cfg, GATHER_INLINE_MAX));
+        }
     }
-    fprintf(out, "switch point to CMA (model), a team of p on %d CPUs:", cores);
-    int shown = 0;
-    for (int p = 2; p <= np || p <= 2; p = p < 4 ? p + 1 : 2 * p) {
-        char b[32];
-        fmt_size(nc_cma_switch_point(&x, p, cores, coop, inl), b, sizeof b);
-        fprintf(out, "%s p=%d: %s", shown++ ? "," : "", p, b);
+    if (!print_override(out, cfg, NC_CFG_NUM(cfg, CMA_MIN), "")) {
+        fprintf(out, "switch point to CMA (model), a team of p on %d CPUs:", cores);
+        print_points(out, &x, -1, np, cores, coop, (size_t)NC_CFG_NUM(cfg, BCAST_INLINE_MAX));
     }
-    char b[32];
-    fmt_size(nc_cma_switch_point(&x, 2 * cores, cores, coop, inl), b, sizeof b);
-    fprintf(out, "; oversubscribed p=%d: %s\n", 2 * cores, b);
 }
 
 void nc_info_print_copy(FILE *out, const nc_config_t *cfg, int np, int cores)
