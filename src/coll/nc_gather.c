@@ -613,18 +613,6 @@ static void cma_choose(const numacoll_team_t *t, const xg_state_t *st, int kind,
         w->share = share;
 }
 
-/* A wait of the drain gave up a round: 1 if member i is dead (stop waiting
- * for it), else 0 (wait on). */
-static int peer_gone(numacoll_team_t *t, nc_backoff_t *b, int i)
-{
-    if (nc_backoff(b) >= 0)
-        return 0;
-    if (nc_pid_dead(t->pids[i]))
-        return 1;
-    nc_backoff_init(b, &t->wait);
-    return 0;
-}
-
 /* The drain D1-D4 of a call that fails with rc after step 2 (see the top). */
 static int xg_fail(numacoll_team_t *t, xg_state_t *st, uint32_t c, uint64_t c64, int nw, int nr,
                    int rc)
@@ -653,7 +641,7 @@ static int xg_fail(numacoll_team_t *t, xg_state_t *st, uint32_t c, uint64_t c64,
         nc_backoff_init(&b, &t->wait);
         /* acquire: pairs with the release of wdone in cma_write() or D1. */
         while (atomic_load_explicit(&e->wdone, memory_order_acquire) != c64 &&
-               !peer_gone(t, &b, r->src))
+               !nc_peer_gone(&b, r->src))
             ;
     }
     /* D4. acquire (both loads): pairs with the release of cdone in C3 and
@@ -669,7 +657,7 @@ static int xg_fail(numacoll_team_t *t, xg_state_t *st, uint32_t c, uint64_t c64,
                 continue;
             nc_backoff_init(&b, &t->wait);
             while ((int32_t)(atomic_load_explicit(out_of(st, d), memory_order_acquire) - c) < 0 &&
-                   !peer_gone(t, &b, d))
+                   !nc_peer_gone(&b, d))
                 ;
         }
     }

@@ -15,6 +15,8 @@
  *                                    done with (line 0)          reuses a slot (step 1)
  *   64                               done: the last round whose  i / the readers (step 5)
  *                                    slice i is reduced (line 1)
+ *   68                               derr: the last CMA round    i / the readers (X5)
+ *                                    whose slice failed
  *   128                              part: the last round whose  i / the slices' owners
  *                                    partials are in i's slot    (step 4b)
  *                                    (line 2, two-level)
@@ -103,6 +105,44 @@
  * a second serial hand-off, while the reader's p line reads from the other
  * nodes proceed in parallel.
  *
+ * Single copy (CMA, shm/nc_cma.h). When the team may use CMA and a call
+ * is neither small nor below t->reduce_cma_min (NUMACOLL_REDUCE_CMA_MIN;
+ * 0 with NUMACOLL_TRANSPORT=cma; the same on every member: agreed at team
+ * creation), it takes one round and nothing of the data goes through the
+ * slots: the members read each other's buffers in place.
+ *   X1. steps 1 and 2 with the header's code | CMA bit and, after it, the
+ *       addresses of its contribution and (a reader's) result buffer, then
+ *       seq = r (release);
+ *   X2. wait until seq == r in every member's slot (acquire), check the
+ *       headers as in step 3 (on a mismatch: X6 and return the error;
+ *       nobody copied anything);
+ *   X3. slice i of the whole call (reduce: the root's slice is larger,
+ *       cma_slice_of()), chunk by chunk: read the chunk of every other
+ *       member's contribution into private memory (process_vm_readv),
+ *       combine the p chunks in the documented order (mine from my
+ *       buffer), and put the result into my result buffer (a reader) or
+ *       write it into the root's (process_vm_writev);
+ *   X4. if a copy of X3 failed (EFAULT, not a dead peer): derr = r; then
+ *       done = r (release);
+ *   X5. for each other member k with a slice: wait until done[k] >= r
+ *       (acquire): slice k is in its place and k reads my buffers no more;
+ *       derr[k] == r is an error for the readers; allreduce: read slice k
+ *       from k's result buffer into mine (process_vm_readv);
+ *   X6. out = r (release);
+ *   X7. allreduce: wait until every member's out >= r (acquire): nobody
+ *       reads my result buffer any more (X5); a reduce needs no X7, since
+ *       X5 already waited for every copy from or into my buffers.
+ *   X8. a call that fails after X1 (a member died, the team broke): out =
+ *       round + 2^30 (release; nc_reduce_abandon(), from nc_team_fail(),
+ *       also when another collective fails), then wait until every other
+ *       member's out >= r (acquire) or it died: its copies from and into my
+ *       buffers are over before the caller gets them back. Each member
+ *       publishes before it waits, so failing members never wait in a cycle.
+ * Release/acquire pairs: seq (X1) / X2; done and derr (X4) / X5; out (X6,
+ * X8) / X7, X8 and step 1. The order of the result is the documented one
+ * (the same folds over the same chunks), so a call gives the same bits by
+ * CMA or through the slots.
+ *
  * Mismatches (counts, types, ops, roots) are found in the call's first round
  * by every member that reads the headers there: every member of a large call,
  * the readers of a small one with a count above 0 (a call of count 0 costs a
@@ -119,8 +159,16 @@
 #include "coll/nc_coll.h"
 #include "coll/nc_reduce.h"
 #include "core/nc_team.h"
+#include "shm/nc_cma.h"
 
 #define RED_HDR 32 /* bytes of a slot before its data */
+/* CMA (X1-X8) */
+#define RED_CMA UINT64_C(0x636d617265647563) /* "cmareduc": a CMA call's slot */
+#define RED_CMA_BIT (1u << 18)               /* in a CMA call's code */
+#define RED_CMA_BUF ((size_t)512 << 10)      /* bytes of the others' chunks, at most */
+#define RED_CMA_PAGE ((size_t)4096)          /* see cma_at() */
+#define RED_CMA_CHUNK_MIN ((size_t)16 << 10)
+#define RED_CMA_CHUNK_MAX ((size_t)256 << 10)
 
 typedef struct red_slot {
     _Atomic uint32_t seq; /* the round whose data is here, published last */
@@ -135,6 +183,7 @@ NC_STATIC_ASSERT(sizeof(red_slot_t) == RED_HDR, "a slot header is 32 bytes");
 typedef struct red_ctl {
     _Atomic uint32_t out;                        /* line 0 */
     _Atomic uint32_t done NC_ALIGNED(NC_CACHELINE); /* line 1 */
+    _Atomic uint32_t derr; /* CMA: the last round whose slice failed (X4), published by done */
     _Atomic uint32_t part NC_ALIGNED(NC_CACHELINE); /* line 2 */
 } red_ctl_t;
 NC_STATIC_ASSERT(sizeof(red_ctl_t) == 3 * NC_CACHELINE, "out, done, part on lines of their own");
@@ -157,6 +206,8 @@ typedef struct red_state {
     char *part;         /* private, F bytes: my domain's partial of my slice (4a); small
                            calls: one domain's partial */
     const char **dsrc;  /* p source pointers, scratch of the two-level folds */
+    char *cbuf;         /* CMA: p areas of cstride bytes (the others' inputs, my result) */
+    size_t cchunk, cstride; /* bytes of a chunk; of an area: a chunk and a page (cma_at()) */
 } red_state_t;
 
 /* What a call combines with: a predefined kernel or a user function. */
@@ -203,6 +254,7 @@ void nc_reduce_fini(struct numacoll_team *t)
     nc_red_plan_free(&st->pl);
     free(st->part);
     free(st->dsrc);
+    free(st->cbuf);
     free(st);
     t->reduce_state = NULL;
 }
@@ -335,6 +387,19 @@ int nc_reduce_init(struct numacoll_team *t)
     int rc = plan(t, st);
     if (rc)
         return rc;
+    /* CMA's scratch (X3), here since a failure later could not be agreed
+     * on; only touched, and so only resident, if CMA is used. */
+    const int64_t tr = NC_CFG_NUM(&t->cfg, TRANSPORT);
+    if (p > 1 && (tr == NC_TRANSPORT_CMA ||
+                  (tr == NC_TRANSPORT_AUTO && NC_CFG_NUM(&t->cfg, REDUCE_CMA_MIN)))) {
+        size_t c = RED_CMA_BUF / (size_t)(p - 1);
+        c = c < RED_CMA_CHUNK_MIN ? RED_CMA_CHUNK_MIN : c > RED_CMA_CHUNK_MAX ? RED_CMA_CHUNK_MAX : c;
+        /* two-level: combine2() takes up to F bytes; whole cache lines */
+        st->cchunk = (st->two && c > st->F ? st->F : c) / NC_CACHELINE * NC_CACHELINE;
+        st->cstride = nc_round_up(st->cchunk, RED_CMA_PAGE) + RED_CMA_PAGE;
+        if (!(st->cbuf = aligned_alloc(RED_CMA_PAGE, (size_t)p * st->cstride)))
+            return NUMACOLL_ERR_NOMEM;
+    }
     /* What this member owns, in its own block (nobody else writes there):
      * "round seq0 - 1 is over". Exchange #2 of the team creation orders these
      * stores before any other member's first reduction. */
@@ -342,6 +407,7 @@ int nc_reduce_init(struct numacoll_team *t)
     red_ctl_t *mine = st->ctl[t->rank];
     atomic_store_explicit(&mine->out, before, memory_order_relaxed);
     atomic_store_explicit(&mine->done, before, memory_order_relaxed);
+    atomic_store_explicit(&mine->derr, before, memory_order_relaxed);
     atomic_store_explicit(&mine->part, before, memory_order_relaxed);
     for (int k = 0; k < st->S; k++)
         atomic_store_explicit(&((red_slot_t *)(st->slots[t->rank] + (size_t)k * st->stride))->seq,
@@ -481,9 +547,11 @@ static int check_headers(numacoll_team_t *t, red_state_t *st, uint64_t bytes,
         const red_slot_t *sl = slot_of(st, k);
         if (sl->bytes == bytes && sl->code == code && sl->elem == elem && sl->root == root)
             continue;
-        int rc = sl->root != root                        ? NUMACOLL_ERR_ROOT
-                 : sl->code != code || sl->elem != elem ? NUMACOLL_ERR_MISMATCH
-                                                         : NUMACOLL_ERR_TRUNCATE;
+        /* The CMA bit follows from the bytes (the switch point is agreed):
+         * a difference there alone is one of counts. */
+        int rc = sl->root != root                                        ? NUMACOLL_ERR_ROOT
+                 : (sl->code ^ code) & ~RED_CMA_BIT || sl->elem != elem ? NUMACOLL_ERR_MISMATCH
+                                                                         : NUMACOLL_ERR_TRUNCATE;
         nc_log_error("%s: member %d passed %llu bytes of %s/%s%s, member %d passed %llu bytes of "
                      "%s/%s%s",
                      root < 0 ? "allreduce" : "reduce", t->rank, (unsigned long long)bytes,
@@ -558,6 +626,211 @@ static inline void finish_round(red_state_t *st, int me, uint32_t r)
     atomic_store_explicit(&st->ctl[me]->out, r, memory_order_release);
 }
 
+static void refresh_flags(numacoll_team_t *t, red_state_t *st);
+
+/* ---- single copy (CMA) ------------------------------------------------------------------ */
+
+/* What a CMA call's slot carries after its header (X1). */
+typedef struct red_cma_post {
+    uint64_t magic; /* RED_CMA */
+    uint64_t in;    /* the member's contribution */
+    uint64_t out;   /* its result buffer (a reader's), else 0 */
+} red_cma_post_t;
+NC_STATIC_ASSERT(sizeof(red_cma_post_t) <= NC_CACHELINE - RED_HDR, "on the header's line");
+
+static inline const red_cma_post_t *cma_post_of(const red_state_t *st, int k)
+{
+    return (const red_cma_post_t *)data_of(slot_of(st, k));
+}
+
+/* Slice k of a CMA call of m elements: [*lo, *hi). Allreduce: p equal
+ * slices (slice_of()). Reduce: a non-root's slice costs it one more copy
+ * per byte (the result goes to the root), so the root takes more: with a
+ * copy c and a combine r = 0.4 c per byte and input, the root's slice costs
+ * (p-1)(c+r) per byte, another's (p-1)(c+r) + c; the slices are cut in
+ * inverse proportion, weights 7(p-1) + 5 for the root and 7(p-1) for the
+ * others (p = 2: the root 63%). Boundaries fall on whole cache lines'
+ * worth of elements, as in slice_of(). */
+static void cma_slice_of(size_t m, size_t es, int p, int root, int k, size_t *lo, size_t *hi)
+{
+    if (root < 0) {
+        slice_of(m, es, p, k, lo, hi);
+        return;
+    }
+    const uint64_t w = 7u * (uint64_t)(p - 1), W = w * (uint64_t)p + 5;
+    const size_t al = es <= NC_CACHELINE && NC_CACHELINE % es == 0 ? NC_CACHELINE / es : 1;
+    size_t b[2];
+    for (int j = 0; j < 2; j++) {
+        const int upto = k + j; /* slices before the bound */
+        const uint64_t cw = w * (uint64_t)upto + (upto > root ? 5 : 0);
+        /* m * cw / W without overflow (cw <= W, a few times p^2) */
+        const size_t x = upto == p ? m : (m / W * cw + m % W * cw / W) / al * al;
+        b[j] = x < m ? x : m;
+    }
+    *lo = b[0];
+    *hi = b[1];
+}
+
+/* Where in scratch area j a chunk copied from or to remote address a goes:
+ * at a's offset in its page. The kernel's copy then never stores a few bytes
+ * ahead of where it loads modulo 4 KiB, which x86 cores take for a possible
+ * overlap ("4K aliasing") and stall on: measured here, a 512 KiB
+ * process_vm_readv into a buffer 16 bytes past a page boundary from a
+ * page-aligned one took 5 times as long as into an aligned one. */
+static inline char *cma_at(const red_state_t *st, int j, uint64_t a)
+{
+    return st->cbuf + (size_t)j * st->cstride + (size_t)(a & (RED_CMA_PAGE - 1));
+}
+
+/* X3: reduce elements [lo, hi) of the call over every member, chunk by
+ * chunk: the others' inputs read into my scratch, combined in the documented
+ * order with mine (from my buffer), the result into my buffer (a reader's)
+ * or the root's. */
+static int cma_slice(numacoll_team_t *t, red_state_t *st, const red_op_t *op, const char *in,
+                     char *out, int root, int two, size_t lo, size_t hi)
+{
+    const int p = t->p, me = t->rank;
+    const int reader = root < 0 || root == me, direct = reader && in != out;
+    const size_t es = op->es, ce = st->cchunk / es;
+    int rc;
+    for (size_t e = lo; e < hi; e += ce) {
+        const size_t n = hi - e < ce ? hi - e : ce, off = e * es, len = n * es;
+        for (int k = 0, b = 0; k < p; k++) {
+            if (k == me) {
+                st->src[k] = in + off;
+                continue;
+            }
+            const uint64_t from = cma_post_of(st, k)->in + off;
+            char *buf = cma_at(st, b++, from);
+            if ((rc = nc_cma_read(t->pids[k], buf, from, len)))
+                return rc;
+            st->src[k] = buf;
+        }
+        /* in place, my input is the destination: through acc (placed for
+         * the write into the root's buffer, or for my own) */
+        const uint64_t to = reader ? (uint64_t)(uintptr_t)(out + off) : cma_post_of(st, root)->out + off;
+        char *acc = cma_at(st, p - 1, to), *dst = direct ? out + off : acc;
+        if (two)
+            combine2(st, op, dst, st->src, n);
+        else
+            combine(op, dst, st->src, p, n);
+        if (direct)
+            continue;
+        if (reader)
+            nc_copy(out + off, acc, len);
+        else if ((rc = nc_cma_write(t->pids[root], to, acc, len)))
+            return rc;
+    }
+    return 0;
+}
+
+/* X8: a CMA call that fails with rc after X1 returns only once no live peer
+ * can still read or write this member's buffers. */
+static int cma_fail(numacoll_team_t *t, red_state_t *st, uint32_t r, int rc)
+{
+    rc = nc_team_fail(t, rc); /* nc_reduce_abandon() */
+    for (int k = 0; k < t->p; k++) {
+        if (k == t->rank)
+            continue;
+        nc_backoff_t b;
+        nc_backoff_init(&b, &t->wait);
+        /* acquire: pairs with member k's release of out in X6 or in
+         * nc_reduce_abandon(): its copies from and to us are over. */
+        while ((int32_t)(atomic_load_explicit(&st->ctl[k]->out, memory_order_acquire) - r) < 0 &&
+               !nc_peer_gone(&b, k))
+            ;
+    }
+    return rc;
+}
+
+void nc_reduce_abandon(struct numacoll_team *t)
+{
+    red_state_t *st = t->reduce_state;
+    if (!st || !st->ctl)
+        return;
+    /* release: this member copies nothing more; pairs with the acquire in
+     * cma_fail() (X8) and wait_slot_free(). 2^30 ahead of any round a peer
+     * can be in. */
+    atomic_store_explicit(&st->ctl[t->rank]->out, t->reduce_round - 1u + (1u << 30),
+                          memory_order_release);
+}
+
+/* A large call by CMA: one round, X1-X7 (see the top). */
+static int red_cma(numacoll_team_t *t, red_state_t *st, const char *in, char *out, size_t count,
+                   const red_op_t *op, int root, int two)
+{
+    const int p = t->p, me = t->rank;
+    const int reader = root < 0 || root == me;
+    const size_t es = op->es, bytes = count * es;
+    int rc = 0, rc2;
+    const uint32_t r = t->reduce_round++;
+    st->slot = (unsigned)(st->rounds++ % (uint64_t)st->S);
+    red_slot_t *mine = slot_of(st, me);
+    if ((rc2 = wait_slot_free(t, st, r))) /* X1 (step 1) */
+        return nc_team_fail(t, rc2);
+    mine->code = op->code | RED_CMA_BIT;
+    mine->elem = (uint32_t)es;
+    mine->root = root;
+    mine->bytes = bytes;
+    red_cma_post_t *pm = (red_cma_post_t *)data_of(mine);
+    pm->magic = RED_CMA;
+    pm->in = (uint64_t)(uintptr_t)in;
+    pm->out = reader ? (uint64_t)(uintptr_t)out : 0;
+    t->reduce_cma++;
+    /* release: header and addresses before seq; pairs with the acquire in
+     * wait_posted() (X2). */
+    atomic_store_explicit(&mine->seq, r, memory_order_release);
+    /* X2. */
+    for (int k = 0; k < p; k++)
+        if (k != me && (rc2 = wait_posted(t, slot_of(st, k), r)))
+            return cma_fail(t, st, r, rc2);
+    if ((rc = check_headers(t, st, bytes, op->code | RED_CMA_BIT, (uint32_t)es, root))) {
+        finish_round(st, me, r); /* X6: nobody copies */
+        return rc;
+    }
+    /* X3. */
+    size_t lo, hi;
+    cma_slice_of(count, es, p, root, me, &lo, &hi);
+    const int myrc = lo < hi ? cma_slice(t, st, op, in, out, root, two, lo, hi) : 0;
+    if (myrc == NUMACOLL_ERR_PEER_DEAD)
+        return cma_fail(t, st, r, myrc);
+    /* X4. */
+    if (myrc)
+        atomic_store_explicit(&st->ctl[me]->derr, r, memory_order_relaxed);
+    /* release: my slice (in my buffer or the root's) and derr before done;
+     * pairs with the acquire in wait_done() (X5). */
+    atomic_store_explicit(&st->ctl[me]->done, r, memory_order_release);
+    st->done_pub = r;
+    /* X5. */
+    for (int k = 0; k < p; k++) {
+        size_t klo, khi;
+        cma_slice_of(count, es, p, root, k, &klo, &khi);
+        if (k == me || klo == khi)
+            continue;
+        if ((rc2 = wait_done(t, st->ctl[k], r)))
+            return cma_fail(t, st, r, rc2);
+        if (atomic_load_explicit(&st->ctl[k]->derr, memory_order_relaxed) == r) {
+            if (reader && !rc)
+                rc = NUMACOLL_ERR_FAULT;
+            continue;
+        }
+        if (root >= 0)
+            continue;
+        rc2 = nc_cma_read(t->pids[k], out + klo * es, cma_post_of(st, k)->out + klo * es,
+                          (khi - klo) * es);
+        if (rc2 == NUMACOLL_ERR_PEER_DEAD)
+            return cma_fail(t, st, r, rc2);
+        if (rc2 && !rc)
+            rc = rc2;
+    }
+    finish_round(st, me, r); /* X6 */
+    /* X7. allreduce: the others read my buffer in X5; wait until every out
+     * >= r (wait_slot_free() for round r + S waits for exactly that). */
+    if (root < 0 && (rc2 = wait_slot_free(t, st, r + (uint32_t)st->S)))
+        return cma_fail(t, st, r, rc2);
+    return myrc ? myrc : rc;
+}
+
 static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
                     const red_op_t *op, int root)
 {
@@ -571,6 +844,11 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
     if (st->F < es)
         return NUMACOLL_ERR_NOTSUP; /* an element larger than a slot: same on every member */
     const int small = bytes <= st->small_max;
+    if (!small && t->cma && bytes >= t->reduce_cma_min && st->cbuf && es <= st->cchunk) {
+        rc = red_cma(t, st, in, out, count, op, root, two);
+        refresh_flags(t, st);
+        return rc;
+    }
     const size_t chunk = st->F / es * es;
     /* A reduce between two members over 4 rounds or more: the root combines
      * whole rounds (4w), reading each byte of the other's contribution once,
@@ -695,11 +973,18 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
         finish_round(st, me, r); /* 6. */
         off += len;
     } while (off < bytes);
-    /* done and part move only in reduce-scatter rounds: after 2^30 rounds
-     * without one, bring them forward so that the wrap-safe comparisons of
-     * steps 4b and 5 never take a value 2^31 rounds old for a new one. No
-     * member waits for them in rounds that did not set them (the paths are
-     * the same on every member), so relaxed stores do. */
+    refresh_flags(t, st);
+    return rc;
+}
+
+/* done and part move only in reduce-scatter and CMA rounds: after 2^30
+ * rounds without one, bring them forward so that the wrap-safe comparisons
+ * of steps 4b, 5 and X5 never take a value 2^31 rounds old for a new one.
+ * No member waits for them in rounds that did not set them (the paths are
+ * the same on every member), so relaxed stores do. */
+static void refresh_flags(numacoll_team_t *t, red_state_t *st)
+{
+    const int me = t->rank;
     const uint32_t last = t->reduce_round - 1u;
     if (last - st->done_pub > (1u << 30)) {
         atomic_store_explicit(&st->ctl[me]->done, last, memory_order_relaxed);
@@ -709,7 +994,6 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
         atomic_store_explicit(&st->ctl[me]->part, last, memory_order_relaxed);
         st->part_pub = last;
     }
-    return rc;
 }
 
 /* ---- entry points -------------------------------------------------------------------- */

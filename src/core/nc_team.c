@@ -45,7 +45,7 @@ static const int agreed[] = {NC_P_BCAST_FRAG_SIZE, NC_P_BCAST_QUEUE_LEN, NC_P_BC
                              NC_P_BARRIER_ALG,     NC_P_BARRIER_TREE,    NC_P_BARRIER_NUMA,
                              NC_P_REDUCE_FRAG_SIZE, NC_P_REDUCE_SLOTS,   NC_P_REDUCE_SMALL_MAX,
                              NC_P_REDUCE_NUMA,     NC_P_GATHER_FRAG_SIZE, NC_P_GATHER_SLOTS,
-                             NC_P_GATHER_INLINE_MAX, NC_P_TRANSPORT};
+                             NC_P_GATHER_INLINE_MAX, NC_P_TRANSPORT, NC_P_REDUCE_CMA_MIN};
 #define NC_NAGREED ((int)NC_ARRAY_SIZE(agreed))
 
 typedef struct rec1 {
@@ -157,6 +157,17 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
                     NC_CFG_NUM(&t->cfg, TRANSPORT) == NC_TRANSPORT_CMA ? "NUMACOLL_TRANSPORT=cma"
                     : NC_CFG_NUM(&t->cfg, GATHER_CMA_MIN)              ? "NUMACOLL_GATHER_CMA_MIN"
                                                          : "the cost model's switch points");
+    }
+    if (t->cma) {
+        const size_t small = (size_t)NC_CFG_NUM(&t->cfg, REDUCE_SMALL_MAX);
+        if (t->reduce_cma_min == SIZE_MAX)
+            nc_log_info(1, "transport, reductions: the segment (NUMACOLL_REDUCE_CMA_MIN=0)");
+        else
+            nc_log_info(1, "transport, reductions: CMA from %zu bytes (%s)",
+                        t->reduce_cma_min > small ? t->reduce_cma_min : small + 1,
+                        NC_CFG_NUM(&t->cfg, TRANSPORT) == NC_TRANSPORT_CMA
+                            ? "NUMACOLL_TRANSPORT=cma"
+                            : "NUMACOLL_REDUCE_CMA_MIN");
     }
     static const char *pl[] = {"OK", "MISPLACED", "UNKNOWN (a member is unbound)",
                                "UNCHECKED (move_pages unavailable)"};
@@ -572,6 +583,9 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     t->cma_min = cma_switch(t);
     for (int k = 0; k < 3; k++)
         t->gather_cma_min[k] = xg_cma_switch(t, k);
+    t->reduce_cma_min = NC_CFG_NUM(&cfg, TRANSPORT) == NC_TRANSPORT_CMA ? 0
+                        : NC_CFG_NUM(&cfg, REDUCE_CMA_MIN) ? (size_t)NC_CFG_NUM(&cfg, REDUCE_CMA_MIN)
+                                                           : SIZE_MAX;
     t->bcast_set = 0;
     if (rc) {
         /* Local failures here (memory) cannot be agreed on any more: the

@@ -59,6 +59,8 @@ struct numacoll_team {
     size_t gather_cma_min[3]; /* gather-family blocks from this size use CMA, per
                                  NC_XG_* kind (coll/nc_gather.c) */
     uint64_t gather_cma;   /* gather-family blocks this member sent or read by CMA */
+    size_t reduce_cma_min; /* reductions from this size use CMA (coll/nc_reduce.c) */
+    uint64_t reduce_cma;   /* reductions this member took part in by CMA */
     char cma_why[320];
     void *cma_bounce;
 
@@ -75,11 +77,16 @@ extern uint32_t nc_test_seq0;
 /* The gather family's part of a failure (coll/nc_gather.c, D2). */
 void nc_gather_abandon(struct numacoll_team *t);
 
+/* The reductions' part of a failure (coll/nc_reduce.c, X1). */
+void nc_reduce_abandon(struct numacoll_team *t);
+
 /* Called by collectives on a fatal error: the team is unusable from now on. */
 static inline int nc_team_fail(struct numacoll_team *t, int rc)
 {
-    if (!t->broken)
+    if (!t->broken) {
         nc_gather_abandon(t);
+        nc_reduce_abandon(t);
+    }
     t->broken = 1;
     if (rc == NUMACOLL_ERR_PEER_DEAD || rc == NUMACOLL_ERR_BROKEN)
         nc_wait_break(&t->wait);

@@ -80,3 +80,13 @@ int nc_backoff_slow(nc_backoff_t *b)
     }
     return 0;
 }
+
+int nc_peer_gone(nc_backoff_t *b, int i)
+{
+    if (nc_backoff(b) >= 0)
+        return 0;
+    if (nc_pid_dead(b->w->pids[i]))
+        return 1;
+    nc_backoff_init(b, b->w);
+    return 0;
+}

@@ -70,6 +70,10 @@ static inline int nc_backoff(nc_backoff_t *b)
 
 /* Is process `pid` gone (exited, or a zombie nobody reaped yet)? */
 int nc_pid_dead(int pid);
+/* One round of a wait that only the peer's death may end (a drain after a
+ * failure, when the team is broken and nc_backoff() gives up at once): 1 if
+ * member i is dead (stop waiting for it), else 0 (wait on). */
+int nc_peer_gone(nc_backoff_t *b, int i);
 /* Mark the team broken (every waiter stops) and log why. */
 void nc_wait_break(const nc_waitctx_t *w);
 

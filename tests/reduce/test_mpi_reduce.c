@@ -56,6 +56,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/nc_team.h" /* reduce_cma */
 #include "numacoll_mpi.h"
 
 static int wrank, wsize, quick;
@@ -1354,6 +1355,14 @@ int main(int argc, char **argv)
             snprintf(modes + l, sizeof modes - l, "%s%s: %s", i ? "; " : "", shapes[i].name,
                      shapes[i].repro_mode);
         }
+        /* NUMACOLL_TRANSPORT=cma on one node: the large calls went by CMA */
+        const char *tr = getenv("NUMACOLL_TRANSPORT");
+        numacoll_team_t *tw = numacoll_mpi_comm_team(MPI_COMM_WORLD);
+        if (tr && !strcmp(tr, "cma") && wsize > 1 && !getenv("NUMACOLL_TEST_VIRTUAL_NODES") &&
+            (!tw || !tw->cma || !tw->reduce_cma))
+            fail("NUMACOLL_TRANSPORT=cma, but %s",
+                 !tw ? "no team on MPI_COMM_WORLD" : !tw->cma ? "the team may not use CMA"
+                                                          : "no reduction went by CMA");
         MPI_Comm_free(&dup);
         MPI_Comm_free(&half);
         MPI_Comm_free(&rev);

@@ -27,6 +27,10 @@
  *                                 and a member on the other path; p = 2 3 4
  *   test_reduce mismatch_user     user ops with different element sizes, the same bytes
  *   test_reduce dead              a member SIGKILLs itself before a call: errors, no hang
+ *   test_reduce dead_mid          a member killed while large calls run back to back: errors,
+ *                                 no hang, no write into a buffer after the error; p = 3
+ *   test_reduce fault             (CMA) buffers a peer cannot read or write: FAULT where the
+ *                                 result is incomplete, the team works on; p = 2
  *   test_reduce local             numacoll_reduce_local, numacoll_type_size, numacoll_op_valid
  *   test_reduce interleave [SEED] seeded random bcast / barrier / reduce / allreduce,
  *                                 0..1 MiB, on one team; p = 2 3 4 8
@@ -36,11 +40,14 @@
  *                                 (run with REDUCE_SLOTS=3); p = 2
  * Arguments NAME=VALUE set tunables first (numacoll_param_set), e.g.
  *   test_reduce ops 1 4 REDUCE_SMALL_MAX=0 REDUCE_FRAG_SIZE=256 REDUCE_SLOTS=2
+ * expect_cma=1 checks that every call of p > 1 above NUMACOLL_REDUCE_SMALL_MAX
+ * went by CMA (NUMACOLL_TRANSPORT=cma), expect_cma=0 that none did.
  */
 #include <float.h>
 #include <math.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <sys/mman.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -638,6 +645,9 @@ static int check_result(const call_t *c, int p, int rank, const unsigned char *b
     return 0;
 }
 
+static int g_expect_cma = -1; /* expect_cma=0|1, -1: not checked */
+static size_t g_small_max;    /* NUMACOLL_REDUCE_SMALL_MAX of this run */
+
 static int run_call(numacoll_team_t *tm, int rank, int p, const call_t *c, bufs_t *b)
 {
     const tdesc_t *d = &T[c->t];
@@ -660,6 +670,7 @@ static int run_call(numacoll_team_t *tm, int rank, int p, const call_t *c, bufs_
     void *rarg = !gets && c->nullrecv ? NULL : b->r;
     int rc;
     uop_bad = 0;
+    const uint64_t cma0 = tm->reduce_cma;
     if (is_user(c->t)) {
         const numacoll_user_op_t *u = c->t == UT_MAT ? &mat_op : &tri_op;
         rc = c->root < 0 ? numacoll_allreduce_user(tm, sarg, rarg, c->count, u)
@@ -672,6 +683,10 @@ static int run_call(numacoll_team_t *tm, int rank, int p, const call_t *c, bufs_
           numacoll_strerror(rc));
     describe(c, p, rank, what, sizeof what);
     CHECK(!uop_bad, "%s: the user function got a wrong ctx", what);
+    if (g_expect_cma >= 0) {
+        const int want = g_expect_cma && p > 1 && n > g_small_max;
+        CHECK((tm->reduce_cma > cma0) == want, "%s: %s by CMA", what, want ? "not" : "went");
+    }
     long g = guard_bad(b->s, n);
     CHECK(g < 0, "%s: sendbuf guard changed at offset %ld", what, g);
     g = guard_bad(b->r, n);
@@ -1190,6 +1205,126 @@ static int mode_dead(void)
     return fails;
 }
 
+/* The victim is killed (by a child it forked, after `after` s) while it and
+ * the others run large calls back to back, so that it dies inside one with
+ * high probability (with CMA: while the others read its buffers or write
+ * into them). The others get PEER_DEAD or BROKEN, and after the error
+ * nothing writes into their buffers any more. */
+static int body_dead_mid(int rank, int p, const char *name, void *arg)
+{
+    const dead_arg_t *a = arg;
+    numacoll_bootstrap_t *bs;
+    numacoll_team_t *tm = team_up(rank, p, name, &bs);
+    CHECK(tm, "team");
+    bufs_t b;
+    CHECK(bufs_alloc(&b, a->n * 8) == 0, "malloc");
+    memset(b.s, 0, a->n * 8);
+    if (rank == a->victim) {
+        pid_t me = getpid();
+        if (fork() == 0) {
+            nanosleep(&(struct timespec){0, 30 * 1000 * 1000}, NULL);
+            kill(me, SIGKILL);
+            _exit(0);
+        }
+    }
+    const uint64_t cma0 = tm->reduce_cma;
+    int rc = 0;
+    for (int i = 0; i < 100000 && !rc; i++) {
+        guard_fill(b.r, a->n * 8);
+        rc = a->root < 0 ? numacoll_allreduce(tm, b.s, b.r, a->n, NUMACOLL_DOUBLE, NUMACOLL_SUM)
+                         : numacoll_reduce(tm, b.s, b.r, a->n, NUMACOLL_DOUBLE, NUMACOLL_SUM,
+                                           a->root);
+    }
+    CHECK(rc == NUMACOLL_ERR_PEER_DEAD || rc == NUMACOLL_ERR_BROKEN,
+          "%s n=%zu, member %d killed, rank %d: returned %d (%s)",
+          a->root < 0 ? "allreduce" : "reduce", a->n, a->victim, rank, rc, numacoll_strerror(rc));
+    CHECK(tm->reduce_cma > cma0 || g_expect_cma != 1, "rank %d: no call by CMA", rank);
+    /* after the error, no late write by a peer, in the buffer or its guards */
+    memset(b.r, 0x77, a->n * 8);
+    nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+    long g = guard_bad(b.r, a->n * 8);
+    CHECK(g < 0, "rank %d: recvbuf guard changed at offset %ld after the error", rank, g);
+    for (size_t i = 0; i < a->n * 8; i++)
+        CHECK(b.r[i] == 0x77, "rank %d: recvbuf byte %zu written after the error", rank, i);
+    bufs_free(&b);
+    team_down(tm, bs);
+    return 0;
+}
+
+static int mode_dead_mid(void)
+{
+    static const dead_arg_t cases[] = {{1, -1, 1 << 20}, {0, 2, 1 << 20}, {2, 0, 1 << 20}};
+    int fails = 0;
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        const dead_arg_t *a = &cases[i];
+        int rc = nc_fork_run(3, 30, body_dead_mid, (void *)a, a->victim);
+        printf("dead_mid: member %d, %s n=%zu, p=3: %s\n", a->victim,
+               a->root < 0 ? "allreduce" : "reduce", a->n, rc ? "FAIL" : "ok");
+        fflush(stdout);
+        fails += rc;
+    }
+    return fails;
+}
+
+/* ---- fault (CMA) ------------------------------------------------------------------------ */
+/* Buffers that are not accessible where a peer copies from or into them
+ * (the caller's own part would crash it, as in any MPI): NUMACOLL_ERR_FAULT
+ * on the members whose result is incomplete or whose copy failed, 0 on the
+ * others, nothing written outside the buffers, and the team works on. */
+static int body_fault(int rank, int p, const char *name, void *arg)
+{
+    (void)arg;
+    numacoll_bootstrap_t *bs;
+    numacoll_team_t *tm = team_up(rank, p, name, &bs);
+    CHECK(tm, "team");
+    const size_t pg = (size_t)sysconf(_SC_PAGESIZE), n = 64 * pg, m = n / 8;
+    char *map = mmap(NULL, n + 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(map != MAP_FAILED, "mmap");
+    double *ok = malloc(n), *res = malloc(n);
+    CHECK(ok && res, "malloc");
+    double *buf = (double *)(map + pg);
+    for (size_t i = 0; i < m; i++)
+        ok[i] = buf[i] = (double)(rank + 1);
+    /* 1. reduce to 0: member 1's first page (member 0's slice) not readable */
+    if (rank == 1)
+        CHECK(mprotect(buf, pg, PROT_NONE) == 0, "mprotect");
+    int rc = numacoll_reduce(tm, rank == 1 ? buf : ok, res, m, NUMACOLL_DOUBLE, NUMACOLL_SUM, 0);
+    CHECK(rc == (rank == 0 ? NUMACOLL_ERR_FAULT : 0), "rank %d: reduce from a bad sendbuf: %d (%s)",
+          rank, rc, numacoll_strerror(rc));
+    if (rank == 1)
+        CHECK(mprotect(buf, pg, PROT_READ | PROT_WRITE) == 0, "mprotect");
+    /* 2. reduce to 0 into a buffer whose last page is not writable (member
+     * 1's slice): both ends of the failed write get the error */
+    if (rank == 0)
+        CHECK(mprotect(map + pg + n - pg, pg, PROT_NONE) == 0, "mprotect");
+    rc = numacoll_reduce(tm, ok, rank == 0 ? buf : res, m, NUMACOLL_DOUBLE, NUMACOLL_SUM, 0);
+    CHECK(rc == (rank <= 1 ? NUMACOLL_ERR_FAULT : 0), "rank %d: reduce into a bad recvbuf: %d (%s)",
+          rank, rc, numacoll_strerror(rc));
+    /* 3. allreduce: member 0's recvbuf, the same: its read of slice 1 fails */
+    rc = numacoll_allreduce(tm, ok, rank == 0 ? buf : res, m, NUMACOLL_DOUBLE, NUMACOLL_SUM);
+    CHECK(rc == (rank == 0 ? NUMACOLL_ERR_FAULT : 0), "rank %d: allreduce into a bad recvbuf: %d (%s)",
+          rank, rc, numacoll_strerror(rc));
+    if (rank == 0) {
+        CHECK(mprotect(map + pg + n - pg, pg, PROT_READ | PROT_WRITE) == 0, "mprotect");
+        for (size_t i = 0; i < m / 2; i++) /* my own slice arrived */
+            CHECK(buf[i] == 3.0, "allreduce: element %zu of my slice is %g", i, buf[i]);
+    }
+    for (size_t i = 0; i < pg; i++)
+        CHECK(map[i] == map[0] && map[pg + n + i] == map[pg + n], "written outside the buffer");
+    /* the team still works */
+    CHECK(numacoll_allreduce(tm, ok, res, m, NUMACOLL_DOUBLE, NUMACOLL_SUM) == 0,
+          "rank %d: allreduce afterwards", rank);
+    for (size_t i = 0; i < m; i++)
+        CHECK(res[i] == 3.0, "allreduce afterwards: element %zu is %g", i, res[i]);
+    CHECK(tm->reduce_cma >= 4, "rank %d: %llu calls by CMA", rank,
+          (unsigned long long)tm->reduce_cma);
+    munmap(map, n + 2 * pg);
+    free(ok);
+    free(res);
+    team_down(tm, bs);
+    return 0;
+}
+
 /* ---- local --------------------------------------------------------------------------- */
 static int local_one(int t, int op, size_t count, bufs_t *b, int valid)
 {
@@ -1424,7 +1559,9 @@ int main(int argc, char **argv)
     int npos = 0;
     for (int i = 1; i < argc; i++) {
         char *eq = strchr(argv[i], '=');
-        if (eq) {
+        if (eq && !strncmp(argv[i], "expect_cma=", 11)) {
+            g_expect_cma = atoi(eq + 1);
+        } else if (eq) {
             *eq = 0;
             int rc = numacoll_param_set(argv[i], eq + 1);
             if (rc) {
@@ -1438,6 +1575,13 @@ int main(int argc, char **argv)
         }
     }
     const char *m = pos[0];
+    char sm[32], fs[32]; /* the small path: up to min(small max, F) */
+    if (numacoll_param_get("REDUCE_SMALL_MAX", sm, sizeof sm, NULL) == 0 &&
+        numacoll_param_get("REDUCE_FRAG_SIZE", fs, sizeof fs, NULL) == 0) {
+        g_small_max = strtoull(sm, NULL, 0);
+        if (g_small_max > strtoull(fs, NULL, 0))
+            g_small_max = strtoull(fs, NULL, 0);
+    }
     int fails;
     if (!strcmp(m, "ops")) {
         int pmin = npos > 1 ? atoi(pos[1]) : 1, pmax = npos > 2 ? atoi(pos[2]) : MAXP;
@@ -1454,6 +1598,11 @@ int main(int argc, char **argv)
         fails = mode_mismatch(body_mismatch_user);
     } else if (!strcmp(m, "dead")) {
         fails = mode_dead();
+    } else if (!strcmp(m, "dead_mid")) {
+        fails = mode_dead_mid();
+    } else if (!strcmp(m, "fault")) {
+        fails = nc_fork_run(2, 60, body_fault, NULL, -1);
+        printf("fault p=2: %s\n", fails ? "FAIL" : "ok");
     } else if (!strcmp(m, "local")) {
         fails = mode_local();
     } else if (!strcmp(m, "interleave")) {
@@ -1470,7 +1619,8 @@ int main(int argc, char **argv)
         fails = mode_interleave(777, ps, (int)ARRAY_SIZE(ps), 200, 18);
     } else {
         fprintf(stderr, "usage: %s ops [PMIN PMAX] | sizes | user | repro | mismatch | "
-                        "mismatch_user | dead | local | interleave [SEED] | wrap | wrapslots  "
+                        "mismatch_user | dead | dead_mid | fault | local | interleave [SEED] | wrap | "
+                        "wrapslots  "
                         "[TUNABLE=VALUE...]\n",
                 argv[0]);
         return 2;

@@ -106,12 +106,14 @@ static void fmt_size(size_t n, char *buf, size_t len)
 
 /* When NUMACOLL_TRANSPORT or a switch-point tunable (min, its value) sets the
  * choice, say so after `what` and return 1; 0 when the model decides. */
-static int print_override(FILE *out, const nc_config_t *cfg, long long min, const char *what)
+static int print_override(FILE *out, const nc_config_t *cfg, int param, const char *what)
 {
+    const long long min = cfg->v[param].num;
     if (NC_CFG_NUM(cfg, TRANSPORT) == NC_TRANSPORT_AUTO && !min)
         return 0;
-    char b[32];
-    fmt_size((size_t)min, b, sizeof b);
+    char b[96], n[32];
+    fmt_size((size_t)min, n, sizeof n);
+    snprintf(b, sizeof b, "NUMACOLL_%s = %s", nc_param_desc(param)->name, n);
     fprintf(out, "%sswitch point: set by %s\n", what,
             NC_CFG_NUM(cfg, TRANSPORT) == NC_TRANSPORT_SHM   ? "NUMACOLL_TRANSPORT=shm (never)"
             : NC_CFG_NUM(cfg, TRANSPORT) == NC_TRANSPORT_CMA ? "NUMACOLL_TRANSPORT=cma (always)"
@@ -153,7 +155,7 @@ static void print_choice(FILE *out, const nc_config_t *cfg, int np, int cores, i
     fprintf(out, "cost model (NUMACOLL_COST_*): segment %.2f us + %.0f ps/byte per member copy; "
                  "CMA %.2f us + %.0f ps/byte per copy\n",
             x.shm_lat * 1e6, x.shm_byte * 1e12, x.cma_lat * 1e6, x.cma_byte * 1e12);
-    if (!print_override(out, cfg, NC_CFG_NUM(cfg, GATHER_CMA_MIN), "gather family, ")) {
+    if (!print_override(out, cfg, NC_P_GATHER_CMA_MIN, "gather family, ")) {
         static const char *const kinds[] = {"gather, scatter", "allgather", "alltoall"};
         for (int k = 0; k < 3; k++) {
             fprintf(out, "gather family, %s: CMA for blocks from (model), a team of p on %d CPUs:",
@@ -161,10 +163,14 @@ static void print_choice(FILE *out, const nc_config_t *cfg, int np, int cores, i
             print_points(out, &x, k, np, cores, coop, (size_t)NC_CFG_NUM(cfg, GATHER_INLINE_MAX));
         }
     }
-    if (!print_override(out, cfg, NC_CFG_NUM(cfg, CMA_MIN), "")) {
+    if (!print_override(out, cfg, NC_P_CMA_MIN, "")) {
         fprintf(out, "switch point to CMA (model), a team of p on %d CPUs:", cores);
         print_points(out, &x, -1, np, cores, coop, (size_t)NC_CFG_NUM(cfg, BCAST_INLINE_MAX));
     }
+    /* Reductions: no model, the tunable or NUMACOLL_TRANSPORT alone */
+    if (!print_override(out, cfg, NC_P_REDUCE_CMA_MIN, "reductions, "))
+        fprintf(out, "reductions, switch point: never (NUMACOLL_REDUCE_CMA_MIN=0; "
+                     "docs/reduce.md)\n");
 }
 
 void nc_info_print_copy(FILE *out, const nc_config_t *cfg, int np, int cores)
