@@ -30,7 +30,8 @@
  *   test_reduce dead_mid          a member killed while large calls run back to back: errors,
  *                                 no hang, no write into a buffer after the error; p = 3
  *   test_reduce fault             (CMA) buffers a peer cannot read or write: FAULT where the
- *                                 result is incomplete, the team works on; p = 2
+ *                                 result is incomplete, the team works on; buffers 16 bytes
+ *                                 apart modulo a page (copied through a bounce); p = 2
  *   test_reduce local             numacoll_reduce_local, numacoll_type_size, numacoll_op_valid
  *   test_reduce interleave [SEED] seeded random bcast / barrier / reduce / allreduce,
  *                                 0..1 MiB, on one team; p = 2 3 4 8
@@ -1311,6 +1312,39 @@ static int body_fault(int rank, int p, const char *name, void *arg)
     }
     for (size_t i = 0; i < pg; i++)
         CHECK(map[i] == map[0] && map[pg + n + i] == map[pg + n], "written outside the buffer");
+    /* 4. buffers 16 bytes apart modulo a page (shm/nc_cma.c: 4K aliasing,
+     * copied through a bounce buffer): member 0's recvbuf at +16, member
+     * 0's broadcast buffer at +16 (the root writes its share into it and the
+     * reader reads the rest); right bytes, and a bad page still FAULT */
+    double *shifted = (double *)(map + pg + 16);
+    const size_t ms = m - 4; /* the shifted buffer ends before the last page */
+    rc = numacoll_allreduce(tm, ok, rank == 0 ? shifted : res, ms, NUMACOLL_DOUBLE, NUMACOLL_SUM);
+    CHECK(rc == 0, "rank %d: allreduce into a shifted recvbuf: %d (%s)", rank, rc,
+          numacoll_strerror(rc));
+    for (size_t i = 0; i < ms; i++)
+        CHECK((rank == 0 ? shifted : res)[i] == 3.0, "shifted allreduce: element %zu is %g", i,
+              (rank == 0 ? shifted : res)[i]);
+    char *bsrc = aligned_alloc(pg, n), *bdst = map + pg + 16;
+    CHECK(bsrc, "aligned_alloc");
+    const size_t bn = n - 64;
+    if (rank == 0)
+        memset(bsrc, 0x5c, bn);
+    rc = numacoll_bcast(tm, rank == 0 ? bsrc : bdst, bn, 0);
+    CHECK(rc == 0, "rank %d: broadcast into a shifted buffer: %d (%s)", rank, rc,
+          numacoll_strerror(rc));
+    if (rank == 1)
+        for (size_t i = 0; i < bn; i++)
+            CHECK(bdst[i] == 0x5c, "shifted broadcast: byte %zu is %d", i, bdst[i]);
+    free(bsrc);
+    if (rank == 0)
+        CHECK(mprotect(map + pg + n - pg, pg, PROT_NONE) == 0, "mprotect");
+    rc = numacoll_allreduce(tm, ok, rank == 0 ? shifted : res, ms, NUMACOLL_DOUBLE, NUMACOLL_SUM);
+    CHECK(rc == (rank == 0 ? NUMACOLL_ERR_FAULT : 0),
+          "rank %d: allreduce into a shifted bad recvbuf: %d (%s)", rank, rc, numacoll_strerror(rc));
+    if (rank == 0)
+        CHECK(mprotect(map + pg + n - pg, pg, PROT_READ | PROT_WRITE) == 0, "mprotect");
+    for (size_t i = 0; i < m; i++)
+        ok[i] = (double)(rank + 1);
     /* the team still works */
     CHECK(numacoll_allreduce(tm, ok, res, m, NUMACOLL_DOUBLE, NUMACOLL_SUM) == 0,
           "rank %d: allreduce afterwards", rank);
