@@ -389,9 +389,7 @@ int nc_reduce_init(struct numacoll_team *t)
         return rc;
     /* CMA's scratch (X3), here since a failure later could not be agreed
      * on; only touched, and so only resident, if CMA is used. */
-    const int64_t tr = NC_CFG_NUM(&t->cfg, TRANSPORT);
-    if (p > 1 && (tr == NC_TRANSPORT_CMA ||
-                  (tr == NC_TRANSPORT_AUTO && NC_CFG_NUM(&t->cfg, REDUCE_CMA_MIN)))) {
+    if (p > 1 && NC_CFG_NUM(&t->cfg, TRANSPORT) != NC_TRANSPORT_SHM) {
         size_t c = RED_CMA_BUF / (size_t)(p - 1);
         c = c < RED_CMA_CHUNK_MIN ? RED_CMA_CHUNK_MIN : c > RED_CMA_CHUNK_MAX ? RED_CMA_CHUNK_MAX : c;
         /* two-level: combine2() takes up to F bytes; whole cache lines */
@@ -844,7 +842,7 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
     if (st->F < es)
         return NUMACOLL_ERR_NOTSUP; /* an element larger than a slot: same on every member */
     const int small = bytes <= st->small_max;
-    if (!small && t->cma && bytes >= t->reduce_cma_min && st->cbuf && es <= st->cchunk) {
+    if (!small && t->cma && bytes >= t->reduce_cma_min[root < 0] && st->cbuf && es <= st->cchunk) {
         rc = red_cma(t, st, in, out, count, op, root, two);
         refresh_flags(t, st);
         return rc;

@@ -87,7 +87,8 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
     X(REDUCE_CMA_MIN, NC_PT_SIZE, "0", 0, INT64_C(1) << 50, NULL, "bytes",                       \
       "Reductions, NUMACOLL_TRANSPORT=auto: calls of at least this many bytes (and above "      \
       "NUMACOLL_REDUCE_SMALL_MAX) read the contributions in place by CMA, each member its "     \
-      "slice, instead of through the slots; 0: never (the default: docs/reduce.md says why).") \
+      "slice, instead of through the slots; 0: reduce from 128 KiB when the members do not "   \
+      "all share a cache (hwloc), allreduce never (docs/reduce.md says why).")                 \
     X(REDUCE_NUMA, NC_PT_INT, "1", 0, 1, NULL, "bool",                                          \
       "1: on a node with several NUMA nodes, reductions combine each NUMA node's members first, " \
       "then the NUMA nodes (docs/reduce.md); 0: one fold in rank order, the same bits on any node.") \

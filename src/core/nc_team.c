@@ -160,14 +160,20 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
     }
     if (t->cma) {
         const size_t small = (size_t)NC_CFG_NUM(&t->cfg, REDUCE_SMALL_MAX);
-        if (t->reduce_cma_min == SIZE_MAX)
-            nc_log_info(1, "transport, reductions: the segment (NUMACOLL_REDUCE_CMA_MIN=0)");
-        else
-            nc_log_info(1, "transport, reductions: CMA from %zu bytes (%s)",
-                        t->reduce_cma_min > small ? t->reduce_cma_min : small + 1,
-                        NC_CFG_NUM(&t->cfg, TRANSPORT) == NC_TRANSPORT_CMA
-                            ? "NUMACOLL_TRANSPORT=cma"
-                            : "NUMACOLL_REDUCE_CMA_MIN");
+        char v[2][32];
+        for (int k = 0; k < 2; k++)
+            if (t->reduce_cma_min[k] == SIZE_MAX)
+                snprintf(v[k], sizeof v[k], "never");
+            else
+                snprintf(v[k], sizeof v[k], "from %zu bytes",
+                         t->reduce_cma_min[k] > small ? t->reduce_cma_min[k] : small + 1);
+        nc_log_info(1, "transport, reductions: CMA %s (reduce), %s (allreduce) (%s)", v[0], v[1],
+                    NC_CFG_NUM(&t->cfg, TRANSPORT) == NC_TRANSPORT_CMA ? "NUMACOLL_TRANSPORT=cma"
+                    : NC_CFG_NUM(&t->cfg, REDUCE_CMA_MIN)
+                        ? "NUMACOLL_REDUCE_CMA_MIN"
+                        : t->cache_shared == 0 ? "the members share no cache"
+                        : t->cache_shared == 1 ? "the members share a cache"
+                                               : "the members' caches are unknown");
     }
     static const char *pl[] = {"OK", "MISPLACED", "UNKNOWN (a member is unbound)",
                                "UNCHECKED (move_pages unavailable)"};
@@ -253,6 +259,25 @@ static size_t xg_cma_switch(const numacoll_team_t *t, int kind)
     nc_team_cost_model(&t->cfg, &x);
     return nc_xg_switch_point(&x, kind, t->p, t->ncpus, (int)NC_CFG_NUM(&t->cfg, CMA_COOP),
                               (size_t)NC_CFG_NUM(&t->cfg, GATHER_INLINE_MAX));
+}
+
+/* The sizes from which reductions use CMA ([0] reduce, [1] allreduce):
+ * NUMACOLL_TRANSPORT=cma: every large call; NUMACOLL_REDUCE_CMA_MIN: from
+ * that size, both; else (0) reduce from NC_REDUCE_CMA_AUTO when the members
+ * do not all share a cache (hwloc), never otherwise, and allreduce never
+ * (measured: docs/reduce.md). The same on every member: the tunables and
+ * the members' cpusets are. */
+static void reduce_cma_switch(numacoll_team_t *t)
+{
+    const size_t set = (size_t)NC_CFG_NUM(&t->cfg, REDUCE_CMA_MIN);
+    if (NC_CFG_NUM(&t->cfg, TRANSPORT) == NC_TRANSPORT_CMA)
+        t->reduce_cma_min[0] = t->reduce_cma_min[1] = 0;
+    else if (set)
+        t->reduce_cma_min[0] = t->reduce_cma_min[1] = set;
+    else {
+        t->reduce_cma_min[0] = t->cache_shared == 0 ? NC_REDUCE_CMA_AUTO : SIZE_MAX;
+        t->reduce_cma_min[1] = SIZE_MAX;
+    }
 }
 
 static void team_free(numacoll_team_t *t)
@@ -471,6 +496,9 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     }
     t->nleaders = nc_topo_leaders(p, t->numa, t->leaders);
     t->ncpus = cpus ? nc_topo_union_weight(p, (const uint64_t(*)[NC_TOPO_CPUSET_WORDS])cpus) : 0;
+    pthread_once(&topo_once, topo_load);
+    t->cache_shared =
+        cpus ? nc_topo_cache_shared(topo, p, (const uint64_t(*)[NC_TOPO_CPUSET_WORDS])cpus) : -1;
     if (t->ncpus <= 0)
         t->ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
     free(cpus);
@@ -583,9 +611,7 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     t->cma_min = cma_switch(t);
     for (int k = 0; k < 3; k++)
         t->gather_cma_min[k] = xg_cma_switch(t, k);
-    t->reduce_cma_min = NC_CFG_NUM(&cfg, TRANSPORT) == NC_TRANSPORT_CMA ? 0
-                        : NC_CFG_NUM(&cfg, REDUCE_CMA_MIN) ? (size_t)NC_CFG_NUM(&cfg, REDUCE_CMA_MIN)
-                                                           : SIZE_MAX;
+    reduce_cma_switch(t);
     t->bcast_set = 0;
     if (rc) {
         /* Local failures here (memory) cannot be agreed on any more: the

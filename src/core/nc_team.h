@@ -59,7 +59,9 @@ struct numacoll_team {
     size_t gather_cma_min[3]; /* gather-family blocks from this size use CMA, per
                                  NC_XG_* kind (coll/nc_gather.c) */
     uint64_t gather_cma;   /* gather-family blocks this member sent or read by CMA */
-    size_t reduce_cma_min; /* reductions from this size use CMA (coll/nc_reduce.c) */
+    size_t reduce_cma_min[2]; /* reductions from this size use CMA (coll/nc_reduce.c):
+                                 [0] reduce, [1] allreduce */
+    int cache_shared;      /* every member's CPUs under one cache (hwloc): 1, 0, -1 unknown */
     uint64_t reduce_cma;   /* reductions this member took part in by CMA */
     char cma_why[320];
     void *cma_bounce;
@@ -69,6 +71,10 @@ struct numacoll_team {
     long placement_pages, misplaced;
     char placement_detail[160];
 };
+
+/* Reductions' automatic switch to CMA (NUMACOLL_REDUCE_CMA_MIN=0): reduce
+ * calls from this size when the members share no cache (core/nc_team.c). */
+#define NC_REDUCE_CMA_AUTO ((size_t)128 << 10)
 
 /* Test hook: the first sequence number of every counter of teams created
  * afterwards, to exercise wrap-around (tests set it near UINT32_MAX). */

@@ -129,7 +129,8 @@ static int copy(int pid, char *local, uint64_t remote, size_t n, int write)
  * placed 64 bytes past the local buffer's page offset, so that neither leg
  * is a few bytes ahead: 117-129 us for the same 512 KiB. The local leg is a
  * process_vm_readv/writev of this process, not a memcpy, so that a local
- * buffer that is not accessible is still NUMACOLL_ERR_FAULT, not a crash. */
+ * buffer that is not accessible is still NUMACOLL_ERR_FAULT, not a crash.
+ * (memcpy has the same trouble: nc_copy() in common/nc_common.h.) */
 #define ALIAS_PAGE ((uint64_t)4096)
 #define ALIAS_BAND 64                /* (dst - src) mod 4 KiB in (0, 64): slow */
 #define ALIAS_MIN ((size_t)16 << 10) /* below this the stall does not matter */

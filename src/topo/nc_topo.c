@@ -119,3 +119,23 @@ int nc_topo_union_weight(int p, const uint64_t (*words)[NC_TOPO_CPUSET_WORDS])
     }
     return n;
 }
+
+int nc_topo_cache_shared(const nc_topo_t *t, int p, const uint64_t (*words)[NC_TOPO_CPUSET_WORDS])
+{
+    if (!t)
+        return -1;
+    hwloc_bitmap_t u = hwloc_bitmap_alloc();
+    if (!u)
+        return -1;
+    for (int w = 0; w < NC_TOPO_CPUSET_WORDS; w++) {
+        uint64_t x = 0;
+        for (int i = 0; i < p; i++)
+            x |= words[i][w];
+        for (int b = 0; b < 64; b++)
+            if (x >> b & 1)
+                hwloc_bitmap_set(u, (unsigned)(w * 64 + b));
+    }
+    int rc = hwloc_bitmap_iszero(u) ? -1 : hwloc_get_cache_covering_cpuset(t->topo, u) != NULL;
+    hwloc_bitmap_free(u);
+    return rc;
+}

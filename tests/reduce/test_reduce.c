@@ -42,7 +42,9 @@
  * Arguments NAME=VALUE set tunables first (numacoll_param_set), e.g.
  *   test_reduce ops 1 4 REDUCE_SMALL_MAX=0 REDUCE_FRAG_SIZE=256 REDUCE_SLOTS=2
  * expect_cma=1 checks that every call of p > 1 above NUMACOLL_REDUCE_SMALL_MAX
- * went by CMA (NUMACOLL_TRANSPORT=cma), expect_cma=0 that none did.
+ * went by CMA (NUMACOLL_TRANSPORT=cma), expect_cma=0 that none did,
+ * expect_cma=2 the automatic rule where the members share no cache (every
+ * reduce from 128 KiB, no allreduce).
  */
 #include <float.h>
 #include <math.h>
@@ -685,7 +687,11 @@ static int run_call(numacoll_team_t *tm, int rank, int p, const call_t *c, bufs_
     describe(c, p, rank, what, sizeof what);
     CHECK(!uop_bad, "%s: the user function got a wrong ctx", what);
     if (g_expect_cma >= 0) {
-        const int want = g_expect_cma && p > 1 && n > g_small_max;
+        /* 2: the automatic rule on members that share no cache: reduce from
+         * 128 KiB, allreduce never */
+        const int want = g_expect_cma == 2 ? p > 1 && n > g_small_max && c->root >= 0 &&
+                                                 n >= ((size_t)128 << 10)
+                                           : g_expect_cma && p > 1 && n > g_small_max;
         CHECK((tm->reduce_cma > cma0) == want, "%s: %s by CMA", what, want ? "not" : "went");
     }
     long g = guard_bad(b->s, n);
