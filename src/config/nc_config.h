@@ -88,7 +88,7 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
       "Reductions, NUMACOLL_TRANSPORT=auto: calls of at least this many bytes (and above "      \
       "NUMACOLL_REDUCE_SMALL_MAX) read the contributions in place by CMA, each member its "     \
       "slice, instead of through the slots; 0: reduce from 128 KiB when the members do not "   \
-      "all share a cache (hwloc), allreduce never (docs/reduce.md says why).")                 \
+      "all share a cache (hwloc) and sit on one NUMA node, allreduce never (docs/reduce.md).")  \
     X(REDUCE_NUMA, NC_PT_INT, "1", 0, 1, NULL, "bool",                                          \
       "1: on a node with several NUMA nodes, reductions combine each NUMA node's members first, " \
       "then the NUMA nodes (docs/reduce.md); 0: one fold in rank order, the same bits on any node.") \

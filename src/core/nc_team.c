@@ -171,6 +171,7 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
                     NC_CFG_NUM(&t->cfg, TRANSPORT) == NC_TRANSPORT_CMA ? "NUMACOLL_TRANSPORT=cma"
                     : NC_CFG_NUM(&t->cfg, REDUCE_CMA_MIN)
                         ? "NUMACOLL_REDUCE_CMA_MIN"
+                        : t->nleaders > 1      ? "the members span NUMA nodes"
                         : t->cache_shared == 0 ? "the members share no cache"
                         : t->cache_shared == 1 ? "the members share a cache"
                                                : "the members' caches are unknown");
@@ -264,9 +265,10 @@ static size_t xg_cma_switch(const numacoll_team_t *t, int kind)
 /* The sizes from which reductions use CMA ([0] reduce, [1] allreduce):
  * NUMACOLL_TRANSPORT=cma: every large call; NUMACOLL_REDUCE_CMA_MIN: from
  * that size, both; else (0) reduce from NC_REDUCE_CMA_AUTO when the members
- * do not all share a cache (hwloc), never otherwise, and allreduce never
- * (measured: docs/reduce.md). The same on every member: the tunables and
- * the members' cpusets are. */
+ * do not all share a cache (hwloc) and sit on one NUMA node (on several,
+ * the two-level plan through the slots crosses between nodes less), never
+ * otherwise, and allreduce never (measured: docs/reduce.md). The same on
+ * every member: the tunables, the members' cpusets and NUMA nodes are. */
 static void reduce_cma_switch(numacoll_team_t *t)
 {
     const size_t set = (size_t)NC_CFG_NUM(&t->cfg, REDUCE_CMA_MIN);
@@ -275,7 +277,8 @@ static void reduce_cma_switch(numacoll_team_t *t)
     else if (set)
         t->reduce_cma_min[0] = t->reduce_cma_min[1] = set;
     else {
-        t->reduce_cma_min[0] = t->cache_shared == 0 ? NC_REDUCE_CMA_AUTO : SIZE_MAX;
+        t->reduce_cma_min[0] =
+            t->cache_shared == 0 && t->nleaders == 1 ? NC_REDUCE_CMA_AUTO : SIZE_MAX;
         t->reduce_cma_min[1] = SIZE_MAX;
     }
 }

@@ -170,7 +170,7 @@ static void print_choice(FILE *out, const nc_config_t *cfg, int np, int cores, i
     /* Reductions: no model, the tunable or NUMACOLL_TRANSPORT alone */
     if (!print_override(out, cfg, NC_P_REDUCE_CMA_MIN, "reductions, "))
         fprintf(out, "reductions, switch point: reduce from %zu KiB when a team's members do "
-                     "not all share a cache (hwloc), else never; allreduce never "
+                     "not all share a cache (hwloc) on one NUMA node, else never; allreduce never "
                      "(NUMACOLL_REDUCE_CMA_MIN=0; docs/reduce.md)\n",
                 NC_REDUCE_CMA_AUTO >> 10);
 }
