@@ -51,9 +51,10 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
       "1: one report per team (layout, leaders, placement); 2: per member; 3: debug.")          \
     /* ---- transports (shm/nc_cma.c, coll/nc_bcast.c) ---- */                              \
     X(TRANSPORT, NC_PT_ENUM, "auto", 0, 0, "auto|shm|cma", "",                                 \
-      "Large broadcasts and gather-family blocks: auto (the cost model picks, per size and "   \
-      "collective, the copy through the segment or CMA), shm (always the segment) or cma (CMA " \
-      "above the inline size whenever the team can use it).")                                 \
+      "Large broadcasts, gather-family blocks and reductions: auto (the cost model picks, per " \
+      "size and collective, the copy through the segment or CMA; reductions: "                  \
+      "NUMACOLL_REDUCE_CMA_MIN), shm (always the segment) or cma (CMA above the inline size "   \
+      "whenever the team can use it).")                                                         \
     X(CMA_MIN, NC_PT_SIZE, "0", 0, INT64_C(1) << 50, NULL, "bytes",                            \
       "With NUMACOLL_TRANSPORT=auto, broadcasts of at least this many bytes use CMA; 0: the "   \
       "cost model's switch point (numacoll-info prints it).")                                   \
