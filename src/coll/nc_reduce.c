@@ -122,8 +122,8 @@
  *       combine the p chunks in the documented order (mine from my
  *       buffer), and put the result into my result buffer (a reader) or
  *       write it into the root's (process_vm_writev);
- *   X4. if a copy of X3 failed (EFAULT, not a dead peer): derr = r; then
- *       done = r (release);
+ *   X4. derr = r if a copy of X3 failed (EFAULT, not a dead peer), else
+ *       r - 1; then done = r (release);
  *   X5. for each other member k with a slice: wait until done[k] >= r
  *       (acquire): slice k is in its place and k reads my buffers no more;
  *       derr[k] == r is an error for the readers; allreduce: read slice k
@@ -138,6 +138,8 @@
  *       member's out >= r (acquire) or it died: its copies from and into my
  *       buffers are over before the caller gets them back. Each member
  *       publishes before it waits, so failing members never wait in a cycle.
+ *       No wait when a member died without posting round r: then nobody
+ *       passes X2.
  * Release/acquire pairs: seq (X1) / X2; done and derr (X4) / X5; out (X6,
  * X8) / X7, X8 and step 1. The order of the result is the documented one
  * (the same folds over the same chunks), so a call gives the same bits by
@@ -547,6 +549,14 @@ static int check_headers(numacoll_team_t *t, red_state_t *st, uint64_t bytes,
             continue;
         /* The CMA bit follows from the bytes (the switch point is agreed):
          * a difference there alone is one of counts. */
+        if (sl->bytes == bytes && sl->root == root && sl->elem == elem &&
+            !((sl->code ^ code) & ~RED_CMA_BIT)) {
+            nc_log_error("%s: members %d and %d chose different transports for %llu bytes "
+                         "(CMA and the slots): set NUMACOLL_TRANSPORT and "
+                         "NUMACOLL_REDUCE_CMA_MIN alike on every rank",
+                         root < 0 ? "allreduce" : "reduce", t->rank, k, (unsigned long long)bytes);
+            return NUMACOLL_ERR_MISMATCH;
+        }
         int rc = sl->root != root                                        ? NUMACOLL_ERR_ROOT
                  : (sl->code ^ code) & ~RED_CMA_BIT || sl->elem != elem ? NUMACOLL_ERR_MISMATCH
                                                                          : NUMACOLL_ERR_TRUNCATE;
@@ -723,10 +733,17 @@ static int cma_slice(numacoll_team_t *t, red_state_t *st, const red_op_t *op, co
 }
 
 /* X8: a CMA call that fails with rc after X1 returns only once no live peer
- * can still read or write this member's buffers. */
+ * can still read or write this member's buffers. When a member died before
+ * posting round r, nobody can pass X2, so nobody copies: no wait (a live
+ * member may never come back into the library to publish its out). */
 static int cma_fail(numacoll_team_t *t, red_state_t *st, uint32_t r, int rc)
 {
     rc = nc_team_fail(t, rc); /* nc_reduce_abandon() */
+    for (int k = 0; k < t->p; k++)
+        /* acquire: pairs with the release of seq in X1 */
+        if (k != t->rank && atomic_load_explicit(&slot_of(st, k)->seq, memory_order_acquire) != r &&
+            nc_pid_dead(t->pids[k]))
+            return rc;
     for (int k = 0; k < t->p; k++) {
         if (k == t->rank)
             continue;
@@ -792,9 +809,9 @@ static int red_cma(numacoll_team_t *t, red_state_t *st, const char *in, char *ou
     const int myrc = lo < hi ? cma_slice(t, st, op, in, out, root, two, lo, hi) : 0;
     if (myrc == NUMACOLL_ERR_PEER_DEAD)
         return cma_fail(t, st, r, myrc);
-    /* X4. */
-    if (myrc)
-        atomic_store_explicit(&st->ctl[me]->derr, r, memory_order_relaxed);
+    /* X4. derr on every CMA round (r - 1: no failure), so that a value
+     * from 2^32 rounds ago never reads as this round's. */
+    atomic_store_explicit(&st->ctl[me]->derr, myrc ? r : r - 1u, memory_order_relaxed);
     /* release: my slice (in my buffer or the root's) and derr before done;
      * pairs with the acquire in wait_done() (X5). */
     atomic_store_explicit(&st->ctl[me]->done, r, memory_order_release);

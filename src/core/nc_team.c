@@ -59,7 +59,8 @@ typedef struct rec1 {
 
 typedef struct rec2 {
     int32_t status, checked;
-    int32_t cma_err, pad; /* the CMA probe: 0, or the errno of the first refusal */
+    int32_t cma_err;      /* the CMA probe: 0, or the errno of the first refusal */
+    int32_t cache_shared; /* this member's view of nc_topo_cache_shared() (agreed after #2) */
     int64_t pages, misplaced;
     char cma_why[320];    /* why CMA was refused, naming the peer */
     char detail[160]; /* placement detail */
@@ -527,7 +528,8 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
         for (int m = 0; m < NC_COLL_COUNT && !rc; m++)
             rc = nc_coll_decls[m].init(t);
     }
-    rec2_t m2 = {.status = rc, .checked = pl.checked, .pages = pl.pages, .misplaced = pl.misplaced};
+    rec2_t m2 = {.status = rc, .checked = pl.checked, .pages = pl.pages, .misplaced = pl.misplaced,
+                 .cache_shared = t->cache_shared};
     if (!rc)
         probe_cma(t, r1, &m2);
     snprintf(m2.detail, sizeof m2.detail, "%s", pl.detail);
@@ -562,6 +564,12 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     }
 
     cma_agree(t, r2);
+    /* Every member's hwloc answered for the same cpusets; a member whose
+     * topology differs or failed to load makes it unknown for all, so that
+     * the reductions' transport (reduce_cma_switch()) is the same on all. */
+    for (int i = 0; i < p; i++)
+        if (r2[i].cache_shared != t->cache_shared)
+            t->cache_shared = -1;
     t->placement = NUMACOLL_PLACEMENT_OK;
     for (int i = 0; i < p; i++) {
         t->placement_pages += r2[i].pages;

@@ -83,7 +83,7 @@ extern uint32_t nc_test_seq0;
 /* The gather family's part of a failure (coll/nc_gather.c, D2). */
 void nc_gather_abandon(struct numacoll_team *t);
 
-/* The reductions' part of a failure (coll/nc_reduce.c, X1). */
+/* The reductions' part of a failure (coll/nc_reduce.c, X8). */
 void nc_reduce_abandon(struct numacoll_team *t);
 
 /* Called by collectives on a fatal error: the team is unusable from now on. */

@@ -136,7 +136,14 @@ static int copy(int pid, char *local, uint64_t remote, size_t n, int write)
 #define ALIAS_MIN ((size_t)16 << 10) /* below this the stall does not matter */
 #define ALIAS_BOUNCE ((size_t)256 << 10)
 
-static _Thread_local char *alias_bounce; /* ALIAS_BOUNCE + a page, per thread, kept */
+static _Thread_local char *alias_bounce; /* ALIAS_BOUNCE + a page, per thread */
+static pthread_key_t alias_key;           /* frees a thread's bounce when it exits */
+static pthread_once_t alias_once = PTHREAD_ONCE_INIT;
+static int alias_key_ok;
+static void alias_key_make(void)
+{
+    alias_key_ok = !pthread_key_create(&alias_key, free);
+}
 
 /* The bounce position for a copy between local and remote, or NULL: a
  * direct copy is not slow (or there is no memory for a bounce). */
@@ -145,8 +152,16 @@ static char *aliased(uint64_t dst, uint64_t src, uint64_t local, size_t n)
     const uint64_t d = (dst - src) & (ALIAS_PAGE - 1);
     if (n < ALIAS_MIN || !d || d >= ALIAS_BAND)
         return NULL;
-    if (!alias_bounce && !(alias_bounce = aligned_alloc(ALIAS_PAGE, ALIAS_BOUNCE + ALIAS_PAGE)))
-        return NULL;
+    if (!alias_bounce) {
+        pthread_once(&alias_once, alias_key_make);
+        if (!alias_key_ok || !(alias_bounce = aligned_alloc(ALIAS_PAGE, ALIAS_BOUNCE + ALIAS_PAGE)))
+            return NULL;
+        if (pthread_setspecific(alias_key, alias_bounce)) {
+            free(alias_bounce);
+            alias_bounce = NULL;
+            return NULL;
+        }
+    }
     return alias_bounce + ((local + ALIAS_BAND) & (ALIAS_PAGE - 1));
 }
 

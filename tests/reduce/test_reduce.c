@@ -29,6 +29,8 @@
  *   test_reduce dead              a member SIGKILLs itself before a call: errors, no hang
  *   test_reduce dead_mid          a member killed while large calls run back to back: errors,
  *                                 no hang, no write into a buffer after the error; p = 3
+ *   test_reduce agree             member 0 alone sees no shared cache: the automatic CMA
+ *                                 choice falls back to the slots on every member; p = 3
  *   test_reduce fault             (CMA) buffers a peer cannot read or write: FAULT where the
  *                                 result is incomplete, the team works on; buffers 16 bytes
  *                                 apart modulo a page (copied through a bounce); p = 2
@@ -1273,6 +1275,34 @@ static int mode_dead_mid(void)
     return fails;
 }
 
+/* ---- agree ------------------------------------------------------------------------------- */
+/* Member 0 alone sees a machine without a shared cache (HWLOC_SYNTHETIC set
+ * in it only): the members' views differ, so the automatic choice must fall
+ * back alike on all (the slots), not split the calls between transports. */
+static int body_agree(int rank, int p, const char *name, void *arg)
+{
+    (void)arg;
+    if (rank == 0)
+        setenv("HWLOC_SYNTHETIC", "pack:2 l3:1 core:1 pu:1", 1);
+    numacoll_bootstrap_t *bs;
+    numacoll_team_t *tm = team_up(rank, p, name, &bs);
+    CHECK(tm, "team");
+    CHECK(tm->cache_shared == -1, "rank %d: cache_shared %d, not agreed as unknown", rank,
+          tm->cache_shared);
+    bufs_t b;
+    CHECK(bufs_alloc(&b, (size_t)1 << 20) == 0, "malloc");
+    g_expect_cma = 0;
+    for (int root = -1; root < p; root++) {
+        call_t c = {NUMACOLL_DOUBLE, NUMACOLL_SUM, ((size_t)1 << 20) / 8, root, 0, 0,
+                    (uint64_t)(root + 7)};
+        if (run_call(tm, rank, p, &c, &b))
+            return 1;
+    }
+    bufs_free(&b);
+    team_down(tm, bs);
+    return 0;
+}
+
 /* ---- fault (CMA) ------------------------------------------------------------------------ */
 /* Buffers that are not accessible where a peer copies from or into them
  * (the caller's own part would crash it, as in any MPI): NUMACOLL_ERR_FAULT
@@ -1640,6 +1670,9 @@ int main(int argc, char **argv)
         fails = mode_dead();
     } else if (!strcmp(m, "dead_mid")) {
         fails = mode_dead_mid();
+    } else if (!strcmp(m, "agree")) {
+        fails = nc_fork_run(3, 60, body_agree, NULL, -1);
+        printf("agree p=3: %s\n", fails ? "FAIL" : "ok");
     } else if (!strcmp(m, "fault")) {
         fails = nc_fork_run(2, 60, body_fault, NULL, -1);
         printf("fault p=2: %s\n", fails ? "FAIL" : "ok");
@@ -1659,7 +1692,8 @@ int main(int argc, char **argv)
         fails = mode_interleave(777, ps, (int)ARRAY_SIZE(ps), 200, 18);
     } else {
         fprintf(stderr, "usage: %s ops [PMIN PMAX] | sizes | user | repro | mismatch | "
-                        "mismatch_user | dead | dead_mid | fault | local | interleave [SEED] | wrap | "
+                        "mismatch_user | dead | dead_mid | agree | fault | local | interleave [SEED] | "
+                        "wrap | "
                         "wrapslots  "
                         "[TUNABLE=VALUE...]\n",
                 argv[0]);
