@@ -106,10 +106,12 @@
  * nodes proceed in parallel.
  *
  * Single copy (CMA, shm/nc_cma.h). When the team may use CMA and a call
- * is neither small nor below t->reduce_cma_min (NUMACOLL_REDUCE_CMA_MIN;
- * 0 with NUMACOLL_TRANSPORT=cma; the same on every member: agreed at team
- * creation), it takes one round and nothing of the data goes through the
- * slots: the members read each other's buffers in place.
+ * is neither small nor below t->reduce_cma_min[root < 0] (0 with
+ * NUMACOLL_TRANSPORT=cma; else NUMACOLL_REDUCE_CMA_MIN if set; else the
+ * cache rule, reduce_cma_switch() in core/nc_team.c; the same on every
+ * member: agreed at team creation), it takes one round and nothing of the
+ * data goes through the slots: the members read each other's buffers in
+ * place.
  *   X1. steps 1 and 2 with the header's code | CMA bit and, after it, the
  *       addresses of its contribution and (a reader's) result buffer, then
  *       seq = r (release);
@@ -122,7 +124,8 @@
  *       combine the p chunks in the documented order (mine from my
  *       buffer), and put the result into my result buffer (a reader) or
  *       write it into the root's (process_vm_writev);
- *   X4. derr = r if a copy of X3 failed (EFAULT, not a dead peer), else
+ *   X4. derr = r if a copy of X3 failed (any error but a dead peer:
+ *       EFAULT, or another errno: readers report NUMACOLL_ERR_FAULT), else
  *       r - 1; then done = r (release);
  *   X5. for each other member k with a slice: wait until done[k] >= r
  *       (acquire): slice k is in its place and k reads my buffers no more;
@@ -548,7 +551,8 @@ static int check_headers(numacoll_team_t *t, red_state_t *st, uint64_t bytes,
         if (sl->bytes == bytes && sl->code == code && sl->elem == elem && sl->root == root)
             continue;
         /* The CMA bit follows from the bytes (the switch point is agreed):
-         * a difference there alone is one of counts. */
+         * a difference there alone is one of counts; with the same bytes,
+         * the members' transport tunables differ. */
         if (sl->bytes == bytes && sl->root == root && sl->elem == elem &&
             !((sl->code ^ code) & ~RED_CMA_BIT)) {
             nc_log_error("%s: members %d and %d chose different transports for %llu bytes "

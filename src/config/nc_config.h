@@ -53,8 +53,8 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
     X(TRANSPORT, NC_PT_ENUM, "auto", 0, 0, "auto|shm|cma", "",                                 \
       "Large broadcasts, gather-family blocks and reductions: auto (the cost model picks, per " \
       "size and collective, the copy through the segment or CMA; reductions: "                  \
-      "NUMACOLL_REDUCE_CMA_MIN), shm (always the segment) or cma (CMA above the inline size "   \
-      "whenever the team can use it).")                                                         \
+      "NUMACOLL_REDUCE_CMA_MIN), shm (always the segment) or cma (CMA above the inline size, "  \
+      "for reductions above the one-hand-off size, whenever the team can use it).")              \
     X(CMA_MIN, NC_PT_SIZE, "0", 0, INT64_C(1) << 50, NULL, "bytes",                            \
       "With NUMACOLL_TRANSPORT=auto, broadcasts of at least this many bytes use CMA; 0: the "   \
       "cost model's switch point (numacoll-info prints it).")                                   \
@@ -86,9 +86,10 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
       "Reductions up to this size (and the slot size) take one hand-off: every member (allreduce) " \
       "or the root (reduce) combines all contributions; larger ones are reduce-scattered.")     \
     X(REDUCE_CMA_MIN, NC_PT_SIZE, "0", 0, INT64_C(1) << 50, NULL, "bytes",                       \
-      "Reductions, NUMACOLL_TRANSPORT=auto: calls of at least this many bytes (and above "      \
-      "NUMACOLL_REDUCE_SMALL_MAX) read the contributions in place by CMA, each member its "     \
-      "slice, instead of through the slots; 0: reduce from 128 KiB when the members do not "   \
+      "Reductions, NUMACOLL_TRANSPORT=auto: calls of at least this many bytes (and above the " \
+      "one-hand-off size, min(NUMACOLL_REDUCE_SMALL_MAX, NUMACOLL_REDUCE_FRAG_SIZE)) read "   \
+      "the contributions in place by CMA, each member its slice, instead of through the "      \
+      "slots; 0: reduce from 128 KiB when the members do not "                                 \
       "all share a cache (hwloc) and sit on one NUMA node, allreduce never (docs/reduce.md).")  \
     X(REDUCE_NUMA, NC_PT_INT, "1", 0, 1, NULL, "bool",                                          \
       "1: on a node with several NUMA nodes, reductions combine each NUMA node's members first, " \

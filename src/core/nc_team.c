@@ -160,7 +160,10 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
                                                          : "the cost model's switch points");
     }
     if (t->cma) {
-        const size_t small = (size_t)NC_CFG_NUM(&t->cfg, REDUCE_SMALL_MAX);
+        /* calls above min(small max, F) are large (coll/nc_reduce.c) */
+        size_t small = (size_t)NC_CFG_NUM(&t->cfg, REDUCE_SMALL_MAX);
+        if (small > (size_t)NC_CFG_NUM(&t->cfg, REDUCE_FRAG_SIZE))
+            small = (size_t)NC_CFG_NUM(&t->cfg, REDUCE_FRAG_SIZE);
         char v[2][32];
         for (int k = 0; k < 2; k++)
             if (t->reduce_cma_min[k] == SIZE_MAX)
