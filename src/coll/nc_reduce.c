@@ -393,8 +393,14 @@ int nc_reduce_init(struct numacoll_team *t)
     if (rc)
         return rc;
     /* CMA's scratch (X3), here since a failure later could not be agreed
-     * on; only touched, and so only resident, if CMA is used. */
-    if (p > 1 && NC_CFG_NUM(&t->cfg, TRANSPORT) != NC_TRANSPORT_SHM) {
+     * on; only touched, and so only resident, if CMA is used. Not for a
+     * team that cannot choose CMA (reduce_cma_switch() in core/nc_team.c:
+     * with the cache rule, a member that sees a shared cache makes the
+     * agreed view shared or unknown). */
+    const int64_t tr = NC_CFG_NUM(&t->cfg, TRANSPORT);
+    if (p > 1 && tr != NC_TRANSPORT_SHM &&
+        (tr == NC_TRANSPORT_CMA || NC_CFG_NUM(&t->cfg, REDUCE_CMA_MIN) ||
+         (t->cache_shared != 1 && t->nleaders == 1))) {
         size_t c = RED_CMA_BUF / (size_t)(p - 1);
         c = c < RED_CMA_CHUNK_MIN ? RED_CMA_CHUNK_MIN : c > RED_CMA_CHUNK_MAX ? RED_CMA_CHUNK_MAX : c;
         /* two-level: combine2() takes up to F bytes; whole cache lines */
