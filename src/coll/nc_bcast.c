@@ -30,7 +30,12 @@
  *   R2. nreaders[set] = p-1, op[set] = seq (publish);
  *   R3. for each buffer index of the set while data remains: copy the next
  *       fragment into buffers[root][index], then write its size into
- *       controls[child][index] of each child in the tree.
+ *       controls[child][index] of each child in the tree. A fragment is at
+ *       most f bytes; the root cuts each call by the time model
+ *       (nc_model_call_frag(): about sqrt(m t_w / t) bytes for m bytes,
+ *       NUMACOLL_BCAST_MODEL_*), so a queue of large buffers still pipelines
+ *       a small message. Readers take each fragment's size from its control
+ *       block and need not know the cut.
  * Non-root, per set use:
  *   N1. wait until op[set] == seq;
  *   N2. for each index: wait until controls[me][index] > 0, read the size and
@@ -181,7 +186,11 @@ static int sets_root(numacoll_team_t *t, char *buf, size_t bytes, numacoll_copy_
 {
     const nc_seg_t *seg = &t->seg;
     const int root = t->rank, per_set = seg->l.s / seg->l.q;
-    const size_t f = seg->l.f;
+    if (bytes != t->frag_m) {
+        t->frag_m = bytes;
+        t->frag_f = nc_model_call_frag(bytes, seg->l.f, t->frag_tw);
+    }
+    const size_t f = t->frag_f;
     const int nchild = nc_tree_nchildren(&t->tree, root, root);
     size_t done = 0;
     nc_backoff_t b;

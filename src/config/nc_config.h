@@ -40,6 +40,13 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
     X(BCAST_INLINE_MAX, NC_PT_SIZE, "4080", 0, 4080, NULL, "bytes",                             \
       "Messages up to this size travel in the call's announcement slot (up to 48 bytes in its " \
       "first line), larger ones through the queue.")                                           \
+    X(BCAST_MODEL_TW_NS, NC_PT_INT, "100", 0, 1000000, NULL, "ns",                            \
+      "Fragments per call: the time model's t_w (one fragment notification). A broadcast of m "  \
+      "bytes through the queue is cut into the k fragments (at most NUMACOLL_BCAST_FRAG_SIZE "   \
+      "each) that minimise k t_w + (m/k) t, about sqrt(m t / t_w) of them; 0: every fragment "   \
+      "is NUMACOLL_BCAST_FRAG_SIZE. numacoll-tune measures it.")                               \
+    X(BCAST_MODEL_T_PS, NC_PT_INT, "100", 1, 1000000000, NULL, "ps/byte",                       \
+      "Fragments per call: the time model's t, the time per byte one member copies.")          \
     X(SEG_LAYOUT, NC_PT_ENUM, "compact", 0, 0, "paper|compact", "",                            \
       "Control blocks: paper = one page each (as published), compact = one cache line each.")   \
     X(SHM_LIMIT, NC_PT_SIZE, "0", 0, INT64_C(1) << 50, NULL, "bytes",                          \

@@ -622,6 +622,8 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     t->bcast_calls = NC_CALLS64_0(nc_test_seq0);
     t->ring_acked = nc_test_seq0 - 1u;
     t->inline_max = (size_t)NC_CFG_NUM(&cfg, BCAST_INLINE_MAX);
+    t->frag_tw = (double)NC_CFG_NUM(&cfg, BCAST_MODEL_TW_NS) * 1000.0 /
+                 (double)NC_CFG_NUM(&cfg, BCAST_MODEL_T_PS);
     t->cma_min = cma_switch(t);
     for (int k = 0; k < 3; k++)
         t->gather_cma_min[k] = xg_cma_switch(t, k);

@@ -36,6 +36,8 @@ struct numacoll_team {
     uint32_t ring_acked;   /* lowest ack of the others, as last read (roots only) */
     uint32_t ring_pending; /* calls before bcast_call not yet resolved (see nc_bcast.c) */
     size_t inline_max;     /* NUMACOLL_BCAST_INLINE_MAX */
+    double frag_tw;        /* t_w / t in bytes: the per-call fragment (nc_model_call_frag) */
+    size_t frag_m, frag_f; /* the last size a root cut, and its fragment */
 
     /* barrier: per-algorithm state (coll/nc_barrier.c) */
     uint32_t barrier_seq;

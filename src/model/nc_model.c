@@ -85,6 +85,21 @@ int nc_model_optimal(const nc_model_params_t *mp, double m, double b, size_t pag
     return 0;
 }
 
+size_t nc_model_call_frag(size_t m, size_t f, double tw_bytes)
+{
+    if (!(tw_bytes > 0) || !isfinite(tw_bytes) || m <= 64 || f == 0)
+        return f;
+    const double md = (double)m;
+    double k = floor(sqrt(md / tw_bytes));
+    if (k < 1)
+        k = 1;
+    /* k or k + 1 fragments: k t_w + ceil(m/k) t, in units of t */
+    if ((k + 1) * tw_bytes + ceil(md / (k + 1)) < k * tw_bytes + ceil(md / k))
+        k += 1;
+    const double frag = ceil(ceil(md / k) / 64) * 64;
+    return frag >= (double)f ? f : (size_t)frag;
+}
+
 /*
  * Weighted linear least squares for theta = (t, t_w, c):
  *   1. rows a_i = x(m_i, f_i, s_i, q_i) / y_i, right-hand side 1 (relative residuals);

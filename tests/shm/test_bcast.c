@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "core/nc_team.h"
+#include "model/nc_model.h"
 #include "nc_forktest.h"
 #include "shm/nc_cma.h"
 
@@ -151,6 +152,43 @@ static int body_truncate(int rank, int p, const char *name, void *arg)
         return 1;
     numacoll_team_destroy(t);
     numacoll_bootstrap_named_free(bs);
+    return 0;
+}
+
+/* ---- the per-call fragments: a queue of 64 KiB buffers cuts a 16 KiB
+ * message into 4 KiB fragments (the model's defaults, t_w / t = 1000 bytes),
+ * every size arrives whole from every root; with NUMACOLL_BCAST_MODEL_TW_NS=0
+ * every fragment is f. ---- */
+static int body_cut(int rank, int p, const char *name, void *arg)
+{
+    (void)arg;
+    static const size_t sizes[] = {4081, 5000, 16384, 16385, 100000, 3 * 65536 + 17, 8 * 65536 + 1};
+    static unsigned char buf[8 * 65536 + 1 + GUARD];
+    uint64_t call = 0;
+    for (int fixed = 0; fixed < 2; fixed++) {
+        numacoll_bootstrap_t *bs;
+        numacoll_team_t *t;
+        CHECK(numacoll_param_set("NUMACOLL_BCAST_MODEL_TW_NS", fixed ? "0" : "100") == 0 &&
+                  numacoll_param_set("NUMACOLL_BCAST_MODEL_T_PS", "100") == 0,
+              "params");
+        CHECK(numacoll_bootstrap_named(name, rank, p, &bs) == 0, "bootstrap");
+        CHECK(numacoll_team_create(bs, &t) == 0, "team");
+        for (size_t i = 0; i < NC_ARRAY_SIZE(sizes); i++)
+            for (int root = 0; root < p; root++) {
+                if (one_call(t, buf, sizes[i], root, ++call, rank))
+                    return 1;
+                if (rank != root)
+                    continue;
+                const size_t want = fixed ? 65536 : nc_model_call_frag(sizes[i], 65536, 1000);
+                CHECK(t->frag_m == sizes[i] && t->frag_f == want,
+                      "root %d, %zu bytes: fragments of %zu, expected %zu", root, sizes[i],
+                      t->frag_f, want);
+                CHECK(fixed || sizes[i] != 16384 || t->frag_f == 4096,
+                      "16 KiB: fragments of %zu, expected 4096", t->frag_f);
+            }
+        numacoll_team_destroy(t);
+        numacoll_bootstrap_named_free(bs);
+    }
     return 0;
 }
 
@@ -553,6 +591,10 @@ int main(int argc, char **argv)
         run_t run = {cfgs, 2, 0, 0};
         const int ps[] = {2, 4};
         rc = run_all(&run, ps, 2, 100);
+    } else if (!strcmp(mode, "cut")) {
+        static const cfg_t c = {"kary:2", 8, 1, 65536, NULL};
+        rc = set_cfg(&c) || numacoll_param_set("NUMACOLL_TRANSPORT", "shm") ||
+             nc_fork_run(2, 60, body_cut, NULL, -1) || nc_fork_run(3, 60, body_cut, NULL, -1);
     } else if (!strcmp(mode, "truncate")) {
         rc = nc_fork_run(4, 60, body_truncate, NULL, -1);
     } else if (!strcmp(mode, "ring")) {

@@ -79,7 +79,7 @@ int main(void)
     CHECK(!nc_tune_choose(&neg, budget, 4096, 64 << 20, 4096, &c) && c.f == 4096, "neg t_w");
 
     /* Neighbours keep the budget and q when it divides s. */
-    nc_tune_setting_t best = {32768, 32, 2}, nb[8];
+    nc_tune_setting_t best = {.f = 32768, .s = 32, .q = 2}, nb[8];
     int nn = nc_tune_neighbours(&best, 32768.0 * 32, 4096, 64 << 20, 4096, nb, 8);
     CHECK(nn == 4, "%d neighbours", nn);
     for (int i = 0; i < nn; i++) {

@@ -414,8 +414,54 @@ static void test_fit(void)
           "negative t_a accepted");
 }
 
+/* The per-call fragment: worked values, the cap, the switch-off, and the k it
+ * picks against every k from 1 to 4 k* + 8 (k t_w + ceil(m/k) t least). */
+static void test_call_frag(void)
+{
+    /* R = t_w / t = 1000 bytes. m = 16 KiB: k* = sqrt(16.384) -> 4 (4 000 + 4 096
+     * < 5 000 + 3 277): fragments of 4 KiB. m = 4 KiB: 2 (2 000 + 2 048 <
+     * 3 000 + 1 366) -> 2 KiB. */
+    CHECK(nc_model_call_frag(16384, 8192, 1000) == 4096, "16 KiB");
+    CHECK(nc_model_call_frag(4096, 8192, 1000) == 2048, "4 KiB");
+    /* 1 000 bytes: one fragment, the whole message (rounded to a line) */
+    CHECK(nc_model_call_frag(1000, 8192, 1000) == 1024, "one fragment");
+    /* 4 MiB: sqrt(4 MiB x 1000) = 64 KiB > f: fragments of f */
+    CHECK(nc_model_call_frag(4u << 20, 8192, 1000) == 8192, "capped at f");
+    CHECK(nc_model_call_frag(16384, 8192, 0) == 8192, "t_w = 0: fixed fragments");
+    CHECK(nc_model_call_frag(16384, 8192, NAN) == 8192, "NaN: fixed fragments");
+    CHECK(nc_model_call_frag(64, 8192, 1000) == 8192, "a line or less: f");
+    unsigned seed = 12345;
+    for (int i = 0; i < 20000; i++) {
+        seed = seed * 1103515245u + 12345u;
+        const size_t m = 65 + (seed >> 4) % (8u << 20);
+        seed = seed * 1103515245u + 12345u;
+        const double R = 16 + (seed >> 8) % 20000;
+        const size_t f = (size_t)4096 << (seed % 8);
+        const size_t got = nc_model_call_frag(m, f, R);
+        double best = INFINITY;
+        const double ks = sqrt((double)m / R);
+        for (double k = 1; k <= 4 * ks + 8; k++)
+            best = fmin(best, k * R + ceil((double)m / k));
+        /* any k of least cost (ties happen) gives an acceptable fragment */
+        int ok = 0;
+        size_t want = 0;
+        for (double k = 1; k <= 4 * ks + 8 && !ok; k++) {
+            if (k * R + ceil((double)m / k) != best)
+                continue;
+            want = (size_t)(ceil(ceil((double)m / k) / 64) * 64);
+            if (want > f)
+                want = f;
+            ok = got == want;
+        }
+        CHECK(ok, "m=%zu R=%.0f f=%zu: fragment %zu, the search %zu", m, R, f, got, want);
+        if (!ok)
+            break;
+    }
+}
+
 int main(void)
 {
+    test_call_frag();
     test_paper_numbers();
     test_regimes();
     test_optimum_grid();

@@ -16,6 +16,7 @@
 #include "coll/nc_coll.h"
 #include "coll/nc_reduce.h"
 #include "core/nc_team.h"
+#include "model/nc_model.h"
 #include "shm/nc_shm.h"
 #include "nc_info.h"
 #include "topo/nc_topo.h"
@@ -63,6 +64,24 @@ void nc_info_print_layout(FILE *out, const nc_layout_t *l, const nc_config_t *cf
             note ? note : "");
     fprintf(out, "p=%d f=%zu s=%d q=%d tree=%s layout=%s page=%zu\n", l->p, l->f, l->s, l->q,
             cfg->v[NC_P_BCAST_TREE].text, cfg->v[NC_P_SEG_LAYOUT].text, l->page);
+    /* the root's cut of a call (coll/nc_bcast.c, nc_model_call_frag()) */
+    const long long tw = NC_CFG_NUM(cfg, BCAST_MODEL_TW_NS), tps = NC_CFG_NUM(cfg, BCAST_MODEL_T_PS);
+    if (tw > 0) {
+        const double r = (double)tw * 1000.0 / (double)tps;
+        fprintf(out, "fragments per call (t_w = %lld ns, t = %lld ps/byte: t_w / t = %.0f bytes; "
+                     "about sqrt(m t_w / t), at most f):",
+                tw, tps, r);
+        static const size_t ms[] = {(size_t)8 << 10, (size_t)64 << 10, (size_t)1 << 20,
+                                    (size_t)16 << 20};
+        for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+            const size_t fr = nc_model_call_frag(ms[i], l->f, r);
+            fprintf(out, "%s %zu KiB: %zu x %zu", i ? "," : "", ms[i] >> 10,
+                    (ms[i] + fr - 1) / fr, fr);
+        }
+        fprintf(out, "\n");
+    } else {
+        fprintf(out, "fragments per call: every one f (NUMACOLL_BCAST_MODEL_TW_NS=0)\n");
+    }
     char coll[160] = "";
     size_t n = 0;
     for (int m = 0; m < l->nareas && n < sizeof coll; m++)

@@ -11,7 +11,10 @@
  *   2. broadcasts on numacoll teams over a design of (f, s, m) that covers the
  *      three regimes of the model; least-squares fit of t, t_w, t_wo (t_a known);
  *   3. f* = sqrt(b t_w / t) page-rounded, s* = b / f* for the budget b (default
- *      1 % of the memory per core);
+ *      1 % of the memory per core); t_w and t also go to the tune file
+ *      (NUMACOLL_BCAST_MODEL_TW_NS, _T_PS), from which a root cuts each call
+ *      into fragments of about sqrt(m t_w / t) bytes, at most f (steps 2-5
+ *      measure fixed fragments of f, the paper's model; 5d the per-call ones);
  *   4. tree types, then q, chosen by measurement at (f*, s*);
  *   5. MPI_Bcast through numacoll's wrapper on MPI_Comm_dup'ed communicators
  *      after numacoll_param_set(), at the choice and its neighbours at the same
@@ -208,6 +211,8 @@ static void set_params(const nc_tune_setting_t *c, const char *tree)
     snprintf(v, sizeof v, "%d", c->q);
     numacoll_param_set("BCAST_SETS", v);
     numacoll_param_set("BCAST_TREE", tree);
+    /* fixed fragments of f: the paper's model, which steps 2-5 fit and check */
+    numacoll_param_set("BCAST_MODEL_TW_NS", "0");
 }
 
 static numacoll_team_t *team_for(const nc_tune_setting_t *c, const char *tree)
@@ -452,8 +457,8 @@ static xfer_choice_t tune_transport(const opts_t *o, char *buf, size_t bufbytes)
 
 /* The tunables a choice sets (NULL value: the default). */
 typedef struct choice_kv {
-    const char *kv[10][2];
-    char v[10][32];
+    const char *kv[12][2];
+    char v[12][32];
     int n;
 } choice_kv_t;
 
@@ -476,6 +481,10 @@ static void choice_of(choice_kv_t *c, const nc_tune_setting_t *q, const char *tr
     choice_add(c, "BCAST_SETS", !!q, q ? q->q : 0);
     choice_add(c, "BCAST_TREE", 0, 0);
     c->kv[c->n - 1][1] = q ? tree : NULL;
+    /* the per-call fragments: the fitted constants go with the tuned queue */
+    const int fit = q && q->tw_ns >= 1 && q->t_ps >= 1;
+    choice_add(c, "BCAST_MODEL_TW_NS", fit, fit ? q->tw_ns : 0);
+    choice_add(c, "BCAST_MODEL_T_PS", fit, fit ? q->t_ps : 0);
     choice_add(c, "TRANSPORT", 0, 0);
     choice_add(c, "COST_SHM_NS", m, m ? x->x.shm_lat * 1e9 : 0);
     choice_add(c, "COST_SHM_PS", m, m ? fmax(1, x->x.shm_byte * 1e12) : 0);
@@ -872,12 +881,12 @@ static void plot(const opts_t *o, const nc_model_params_t *mp, const nc_tune_set
         size_t f = (size_t)fmax(1, ceil((double)best->f * k / (double)page)) * page;
         int s = (int)fmin(SMAX, fmax(1, b / (double)f));
         if (f <= FMAX && (!nf || fs[nf - 1].f != f))
-            fs[nf++] = (nc_tune_setting_t){f, s, 1};
+            fs[nf++] = (nc_tune_setting_t){.f = f, .s = s, .q = 1};
     }
     for (double k = 0.25; k <= 2.01 && ns < 8; k *= 2) {
         int s = (int)fmin(SMAX, fmax(1, round(best->s * k)));
         if (!ns || ss[ns - 1].s != s)
-            ss[ns++] = (nc_tune_setting_t){best->f, s, 1};
+            ss[ns++] = (nc_tune_setting_t){.f = best->f, .s = s, .q = 1};
     }
     double tf[16], ts[8];
     for (int i = 0; i < nf; i++) {
@@ -1220,6 +1229,10 @@ int main(int argc, char **argv)
             gap);
     const nc_tune_setting_t model_choice = best;
     best = set[pick];
+    /* The per-call fragments (coll/nc_bcast.c) use the fitted t_w and t;
+     * 5d checks them with the queue against the defaults. */
+    best.tw_ns = mp.t_w > 0 ? fmin(round(mp.t_w * 1e9), 1e6) : 0;
+    best.t_ps = mp.t > 0 ? fmin(round(mp.t * 1e12), 1e9) : 0;
 
     /* 5b. */
     const red_choice_t red = tune_reductions(&o);

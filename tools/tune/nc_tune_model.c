@@ -12,7 +12,7 @@ int nc_tune_fit_configs(size_t page, int quick, nc_tune_setting_t *out, int max)
     int n = 0;
     for (int i = 0; i < (quick ? 2 : 3); i++)
         for (int j = 0; j < 2 && n < max; j++)
-            out[n++] = (nc_tune_setting_t){(size_t)fpages[i] * page, quick ? sq[j] : svals[j], 1};
+            out[n++] = (nc_tune_setting_t){.f = (size_t)fpages[i] * page, .s = quick ? sq[j] : svals[j], .q = 1};
     return n;
 }
 
@@ -99,7 +99,7 @@ int nc_tune_neighbours(const nc_tune_setting_t *c, double b, size_t page, size_t
             s = 1;
         if (s > smax)
             s = smax;
-        nc_tune_setting_t x = {f, s, s % c->q ? 1 : c->q};
+        nc_tune_setting_t x = {.f = f, .s = s, .q = s % c->q ? 1 : c->q};
         int dup = x.f == c->f && x.s == c->s;
         for (int k = 0; k < n; k++)
             dup |= out[k].f == x.f && out[k].s == x.s;

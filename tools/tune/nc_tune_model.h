@@ -19,6 +19,7 @@ typedef struct nc_tune_point {
 typedef struct nc_tune_setting {
     size_t f;
     int s, q;
+    double tw_ns, t_ps; /* the fitted t_w and t for the per-call fragments (0: default) */
 } nc_tune_setting_t;
 
 /* Configurations (f, s) to time for the fit: f in {1, 4, 16} pages, s in {4, 16}
