@@ -35,7 +35,12 @@
  *       (nc_model_call_frag(): about sqrt(m t_w / t) bytes for m bytes,
  *       NUMACOLL_BCAST_MODEL_*), so a queue of large buffers still pipelines
  *       a small message. Readers take each fragment's size from its control
- *       block and need not know the cut.
+ *       block and need not know the cut. When the members do not all share
+ *       a cache (t->bcast_nt, NUMACOLL_BCAST_NT), the root copies with
+ *       non-temporal stores, which go to memory past its cache, so readers
+ *       stream the fragment from memory instead of fetching each line from
+ *       the root's cache; those stores are weakly ordered, so an sfence
+ *       (nc_copy_nt_fence()) precedes the release of the size.
  * Non-root, per set use:
  *   N1. wait until op[set] == seq;
  *   N2. for each index: wait until controls[me][index] > 0, read the size and
@@ -191,6 +196,7 @@ static int sets_root(numacoll_team_t *t, char *buf, size_t bytes, numacoll_copy_
         t->frag_f = nc_model_call_frag(bytes, seg->l.f, t->frag_tw);
     }
     const size_t f = t->frag_f;
+    const int nt = t->bcast_nt;
     const int nchild = nc_tree_nchildren(&t->tree, root, root);
     size_t done = 0;
     nc_backoff_t b;
@@ -213,7 +219,12 @@ static int sets_root(numacoll_team_t *t, char *buf, size_t bytes, numacoll_copy_
         /* R3. */
         for (int idx = set * per_set; idx < (set + 1) * per_set && done < bytes; idx++) {
             size_t len = bytes - done < f ? bytes - done : f;
-            copy_frag(buf, fn, ctx, done, nc_seg_buf(seg, root, idx), len, 1);
+            if (nt && buf) {
+                nc_copy_nt(nc_seg_buf(seg, root, idx), buf + done, len);
+                nc_copy_nt_fence(); /* the streamed bytes before the release below */
+            } else {
+                copy_frag(buf, fn, ctx, done, nc_seg_buf(seg, root, idx), len, 1);
+            }
             for (int c = 0; c < nchild; c++)
                 /* release: the fragment's bytes before its size; pairs with the
                  * acquire in N2 of the child. */

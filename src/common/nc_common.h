@@ -61,6 +61,58 @@ static inline void nc_copy(void *dst, const void *src, size_t n)
     memcpy(dst, src, n);
 }
 
+/*
+ * A copy into shared memory with non-temporal stores: the bytes go to memory,
+ * not into this core's cache, so readers on cores that share no cache with it
+ * stream them from memory instead of fetching each line out of this core's
+ * cache (on the development node's host, lines from another core complex come
+ * slower than from DRAM). The stores are weakly ordered: nc_copy_nt_fence()
+ * before the release that publishes them. Elsewhere than x86-64: nc_copy.
+ */
+#if defined(__x86_64__)
+#include <emmintrin.h>
+static inline void nc_copy_nt(void *dst, const void *src, size_t n)
+{
+    char *d = (char *)dst;
+    const char *s = (const char *)src;
+    size_t head = (size_t)(-(uintptr_t)d & 15);
+    if (n < 256 || head) {
+        if (n < 256) {
+            memcpy(d, s, n);
+            return;
+        }
+        memcpy(d, s, head);
+        d += head;
+        s += head;
+        n -= head;
+    }
+    for (; n >= 64; n -= 64, d += 64, s += 64) {
+        const __m128i a = _mm_loadu_si128((const __m128i *)s);
+        const __m128i b = _mm_loadu_si128((const __m128i *)(s + 16));
+        const __m128i c = _mm_loadu_si128((const __m128i *)(s + 32));
+        const __m128i e = _mm_loadu_si128((const __m128i *)(s + 48));
+        _mm_stream_si128((__m128i *)d, a);
+        _mm_stream_si128((__m128i *)(d + 16), b);
+        _mm_stream_si128((__m128i *)(d + 32), c);
+        _mm_stream_si128((__m128i *)(d + 48), e);
+    }
+    memcpy(d, s, n);
+}
+/* Orders the non-temporal stores before every later store (the release). */
+static inline void nc_copy_nt_fence(void)
+{
+    _mm_sfence();
+}
+#else
+static inline void nc_copy_nt(void *dst, const void *src, size_t n)
+{
+    nc_copy(dst, src, n);
+}
+static inline void nc_copy_nt_fence(void)
+{
+}
+#endif
+
 /* Logging: errors always go to stderr; info only at NUMACOLL_VERBOSE >= level. */
 void nc_log_error(const char *fmt, ...) NC_PRINTF(1, 2);
 void nc_log_info(int level, const char *fmt, ...) NC_PRINTF(2, 3);

@@ -129,6 +129,11 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
     }
     nc_log_info(1, "  %-10s %10zu %10zu %6d %5d (with member 0)", "shared", l->barrier_off,
                 l->barrier_bytes, 0, t->numa[0]);
+    nc_log_info(1, "broadcast fragments: %s stores (%s)", t->bcast_nt ? "non-temporal" : "cached",
+                NC_CFG_NUM(&t->cfg, BCAST_NT) != NC_BCAST_NT_AUTO ? "NUMACOLL_BCAST_NT"
+                : t->cache_shared == 0 ? "the members do not all share a cache"
+                : t->cache_shared == 1 ? "the members share a cache"
+                                       : "whether the members share a cache is unknown");
     if (!t->cma)
         nc_log_info(1, "transport: the segment for every size (CMA: %s)", t->cma_why);
     else if (t->cma_min == SIZE_MAX)
@@ -573,6 +578,9 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     for (int i = 0; i < p; i++)
         if (r2[i].cache_shared != t->cache_shared)
             t->cache_shared = -1;
+    /* Only a root reads it: no agreement needed. */
+    const int64_t nt = NC_CFG_NUM(&t->cfg, BCAST_NT);
+    t->bcast_nt = nt == NC_BCAST_NT_ON || (nt == NC_BCAST_NT_AUTO && t->cache_shared == 0);
     t->placement = NUMACOLL_PLACEMENT_OK;
     for (int i = 0; i < p; i++) {
         t->placement_pages += r2[i].pages;

@@ -192,6 +192,30 @@ static int body_cut(int rank, int p, const char *name, void *arg)
     return 0;
 }
 
+/* ---- non-temporal stores chosen by hwloc's caches (NUMACOLL_BCAST_NT=auto):
+ * argv "nt 1" expects them (HWLOC_SYNTHETIC with a cache per core), "nt 0"
+ * not (one cache for all); the bytes arrive whole either way. ---- */
+static int body_nt(int rank, int p, const char *name, void *arg)
+{
+    const int want = *(const int *)arg;
+    static const size_t sizes[] = {4081, 8192, 65536 + 3, 3 * 65536 + 17};
+    static unsigned char buf[3 * 65536 + 17 + GUARD];
+    numacoll_bootstrap_t *bs;
+    numacoll_team_t *t;
+    CHECK(numacoll_bootstrap_named(name, rank, p, &bs) == 0, "bootstrap");
+    CHECK(numacoll_team_create(bs, &t) == 0, "team");
+    CHECK(t->bcast_nt == want, "rank %d: non-temporal stores %d, expected %d (cache_shared %d)",
+          rank, t->bcast_nt, want, t->cache_shared);
+    uint64_t call = 0;
+    for (size_t i = 0; i < NC_ARRAY_SIZE(sizes); i++)
+        for (int root = 0; root < p; root++)
+            if (one_call(t, buf, sizes[i], root, ++call, rank))
+                return 1;
+    numacoll_team_destroy(t);
+    numacoll_bootstrap_named_free(bs);
+    return 0;
+}
+
 /* ---- the call ring: many calls, deferred zero-byte calls, late mismatches ---- */
 static int body_ring(int rank, int p, const char *name, void *arg)
 {
@@ -595,6 +619,11 @@ int main(int argc, char **argv)
         static const cfg_t c = {"kary:2", 8, 1, 65536, NULL};
         rc = set_cfg(&c) || numacoll_param_set("NUMACOLL_TRANSPORT", "shm") ||
              nc_fork_run(2, 60, body_cut, NULL, -1) || nc_fork_run(3, 60, body_cut, NULL, -1);
+    } else if (!strcmp(mode, "nt") && argc > 2) {
+        static int want;
+        want = atoi(argv[2]);
+        rc = numacoll_param_set("NUMACOLL_TRANSPORT", "shm") ||
+             nc_fork_run(2, 60, body_nt, &want, -1);
     } else if (!strcmp(mode, "truncate")) {
         rc = nc_fork_run(4, 60, body_truncate, NULL, -1);
     } else if (!strcmp(mode, "ring")) {
