@@ -36,7 +36,7 @@
  *       NUMACOLL_BCAST_MODEL_*), so a queue of large buffers still pipelines
  *       a small message. Readers take each fragment's size from its control
  *       block and need not know the cut. When the members do not all share
- *       a cache (t->bcast_nt, NUMACOLL_BCAST_NT), the root copies with
+ *       a cache (t->shm_nt, NUMACOLL_SHM_NT), the root copies with
  *       non-temporal stores, which go to memory past its cache, so readers
  *       stream the fragment from memory instead of fetching each line from
  *       the root's cache; those stores are weakly ordered, so an sfence
@@ -196,7 +196,7 @@ static int sets_root(numacoll_team_t *t, char *buf, size_t bytes, numacoll_copy_
         t->frag_f = nc_model_call_frag(bytes, seg->l.f, t->frag_tw);
     }
     const size_t f = t->frag_f;
-    const int nt = t->bcast_nt;
+    const int nt = t->shm_nt;
     const int nchild = nc_tree_nchildren(&t->tree, root, root);
     size_t done = 0;
     nc_backoff_t b;

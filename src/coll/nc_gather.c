@@ -64,7 +64,9 @@
  *      could serve another, so no cycle of waits can form):
  *      3w. its next fragment, position x, slot k = x % S: when con[k]
  *          (acquire) has reached the reads the slot's previous fragment
- *          expected, copy the fragment into slot k, then sseq[k] = x + 1
+ *          expected, copy the fragment into slot k (with non-temporal
+ *          stores and an sfence when t->shm_nt: the members do not all
+ *          share a cache, docs/transport.md), then sseq[k] = x + 1
  *          (release);
  *      3r. for each stream it reads, in the order above: first its entry in
  *          the sender's box c % E once seq == c (acquire): check the code,
@@ -762,10 +764,17 @@ static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
             const size_t fs = frag_of(st, w->from.n);
             const size_t off = (size_t)(x - w->start) * fs;
             const size_t len = w->from.n - off < fs ? w->from.n - off : fs;
-            nc_copy(slot_data(st, me, k), w->from.p + off, len);
+            if (t->shm_nt) {
+                /* streamed past my cache (NUMACOLL_SHM_NT), then ordered */
+                nc_copy_nt(slot_data(st, me, k), w->from.p + off, len);
+                nc_copy_nt_fence();
+            } else {
+                nc_copy(slot_data(st, me, k), w->from.p + off, len);
+            }
             st->need[k] += (uint64_t)readers;
-            /* release: the fragment before its position; pairs with the
-             * acquire of sseq in read_step() (3r). */
+            /* release: the fragment before its position (streamed stores:
+             * after the fence above); pairs with the acquire of sseq in
+             * read_step() (3r). */
             atomic_store_explicit(sseq_of(st, me, k), x + 1, memory_order_release);
             x++;
             moved = 1;

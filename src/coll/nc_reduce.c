@@ -50,7 +50,9 @@
  *      round's bytes of its contribution (large calls: not the slices it
  *      reduces itself in 4 or 4a, which only it reads, from its buffer; 4w:
  *      all of them at the non-root, none at the root), then seq = r
- *      (release).
+ *      (release). A large call's bytes go with non-temporal stores and an
+ *      sfence before the release when the members do not all share a
+ *      cache (t->shm_nt, NUMACOLL_SHM_NT: docs/transport.md).
  * Small call:
  *   3s. readers: wait until seq == r in every member's slot (acquire), check
  *       the headers, combine the p slots into recvbuf (order below); others,
@@ -605,15 +607,18 @@ static inline int mine_slice(const red_state_t *st, int p, int me, int two, int 
  * 0) of my contribution, but the slices only I read, then seq = r. */
 static void post(const red_state_t *st, red_slot_t *sl, uint32_t r, const red_op_t *op,
                  uint64_t bytes, int root, const char *in, size_t len, int small, int whole,
-                 int p, int me, int two)
+                 int p, int me, int two, int nt)
 {
     sl->code = op->code;
     sl->elem = (uint32_t)op->es;
     sl->root = root;
     sl->bytes = bytes;
     char *d = data_of(sl);
+    /* large rounds: streamed past my cache when the members do not all
+     * share one (t->shm_nt), fenced below */
+    void (*copy)(void *, const void *, size_t) = nt && !small ? nc_copy_nt : nc_copy;
     if (small || (whole && me != root)) {
-        nc_copy(d, in, len);
+        copy(d, in, len);
     } else if (whole) {
         /* the root of a whole-round reduce: its data is read by itself only */
     } else {
@@ -624,13 +629,15 @@ static void post(const red_state_t *st, red_slot_t *sl, uint32_t r, const red_op
             slice_of(m, es, p, k, &lo, &hi);
             if (mine_slice(st, p, me, two, k)) {
                 if (lo > run)
-                    nc_copy(d + run * es, in + run * es, (lo - run) * es);
+                    copy(d + run * es, in + run * es, (lo - run) * es);
                 run = hi;
             }
         }
         if (m > run)
-            nc_copy(d + run * es, in + run * es, (m - run) * es);
+            copy(d + run * es, in + run * es, (m - run) * es);
     }
+    if (nt && !small)
+        nc_copy_nt_fence();
     /* release: header and data before seq; pairs with the acquire in
      * wait_posted() (step 3). */
     atomic_store_explicit(&sl->seq, r, memory_order_release);
@@ -896,7 +903,7 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
         /* 1., 2. */
         if ((rc2 = wait_slot_free(t, st, r)))
             return nc_team_fail(t, rc2);
-        post(st, mine, r, op, bytes, root, in + off, len, small, whole, p, me, two);
+        post(st, mine, r, op, bytes, root, in + off, len, small, whole, p, me, two, t->shm_nt);
         if (small && (!reader || !bytes)) {
             finish_round(st, me, r); /* 6. */
             break;

@@ -47,10 +47,11 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
       "is NUMACOLL_BCAST_FRAG_SIZE. numacoll-tune measures it.")                               \
     X(BCAST_MODEL_T_PS, NC_PT_INT, "100", 1, 1000000000, NULL, "ps/byte",                       \
       "Fragments per call: the time model's t, the time per byte one member copies.")          \
-    X(BCAST_NT, NC_PT_ENUM, "auto", 0, 0, "auto|on|off", "",                                   \
-      "A broadcast root copies fragments into its buffers with non-temporal stores (to memory, "\
-      "past its cache), so readers that share no cache with it stream them from memory: on, "   \
-      "off, or auto (on when hwloc says the members do not all share a cache).")                \
+    X(SHM_NT, NC_PT_ENUM, "auto", 0, 0, "auto|on|off", "",                                     \
+      "Bulk copies into the segment (broadcast fragments, gather-family fragments, large "      \
+      "reduction rounds) with non-temporal stores (to memory, past the writer's cache), so "    \
+      "readers that share no cache with the writer stream them from memory: on, off, or auto "  \
+      "(on when hwloc says the members do not all share a cache).")                            \
     X(SEG_LAYOUT, NC_PT_ENUM, "compact", 0, 0, "paper|compact", "",                            \
       "Control blocks: paper = one page each (as published), compact = one cache line each.")   \
     X(SHM_LIMIT, NC_PT_SIZE, "0", 0, INT64_C(1) << 50, NULL, "bytes",                          \
@@ -176,7 +177,7 @@ typedef struct nc_config {
 enum { NC_LAYOUT_PAPER = 0, NC_LAYOUT_COMPACT = 1 };
 /* NUMACOLL_TRANSPORT, in the order of its choices. */
 enum { NC_TRANSPORT_AUTO = 0, NC_TRANSPORT_SHM = 1, NC_TRANSPORT_CMA = 2 };
-enum { NC_BCAST_NT_AUTO = 0, NC_BCAST_NT_ON = 1, NC_BCAST_NT_OFF = 2 };
+enum { NC_SHM_NT_AUTO = 0, NC_SHM_NT_ON = 1, NC_SHM_NT_OFF = 2 };
 
 typedef struct nc_param_desc {
     const char *name; /* without the NUMACOLL_ prefix */

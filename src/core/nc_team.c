@@ -129,8 +129,8 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
     }
     nc_log_info(1, "  %-10s %10zu %10zu %6d %5d (with member 0)", "shared", l->barrier_off,
                 l->barrier_bytes, 0, t->numa[0]);
-    nc_log_info(1, "broadcast fragments: %s stores (%s)", t->bcast_nt ? "non-temporal" : "cached",
-                NC_CFG_NUM(&t->cfg, BCAST_NT) != NC_BCAST_NT_AUTO ? "NUMACOLL_BCAST_NT"
+    nc_log_info(1, "copies into the segment (broadcast fragments, gather-family slots, large reductions): %s stores (%s)", t->shm_nt ? "non-temporal" : "cached",
+                NC_CFG_NUM(&t->cfg, SHM_NT) != NC_SHM_NT_AUTO ? "NUMACOLL_SHM_NT"
                 : t->cache_shared == 0 ? "the members do not all share a cache"
                 : t->cache_shared == 1 ? "the members share a cache"
                                        : "whether the members share a cache is unknown");
@@ -579,8 +579,8 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
         if (r2[i].cache_shared != t->cache_shared)
             t->cache_shared = -1;
     /* Only a root reads it: no agreement needed. */
-    const int64_t nt = NC_CFG_NUM(&t->cfg, BCAST_NT);
-    t->bcast_nt = nt == NC_BCAST_NT_ON || (nt == NC_BCAST_NT_AUTO && t->cache_shared == 0);
+    const int64_t nt = NC_CFG_NUM(&t->cfg, SHM_NT);
+    t->shm_nt = nt == NC_SHM_NT_ON || (nt == NC_SHM_NT_AUTO && t->cache_shared == 0);
     t->placement = NUMACOLL_PLACEMENT_OK;
     for (int i = 0; i < p; i++) {
         t->placement_pages += r2[i].pages;

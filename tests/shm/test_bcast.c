@@ -192,7 +192,7 @@ static int body_cut(int rank, int p, const char *name, void *arg)
     return 0;
 }
 
-/* ---- non-temporal stores chosen by hwloc's caches (NUMACOLL_BCAST_NT=auto):
+/* ---- non-temporal stores chosen by hwloc's caches (NUMACOLL_SHM_NT=auto):
  * argv "nt 1" expects them (HWLOC_SYNTHETIC with a cache per core), "nt 0"
  * not (one cache for all); the bytes arrive whole either way. ---- */
 static int body_nt(int rank, int p, const char *name, void *arg)
@@ -204,8 +204,8 @@ static int body_nt(int rank, int p, const char *name, void *arg)
     numacoll_team_t *t;
     CHECK(numacoll_bootstrap_named(name, rank, p, &bs) == 0, "bootstrap");
     CHECK(numacoll_team_create(bs, &t) == 0, "team");
-    CHECK(t->bcast_nt == want, "rank %d: non-temporal stores %d, expected %d (cache_shared %d)",
-          rank, t->bcast_nt, want, t->cache_shared);
+    CHECK(t->shm_nt == want, "rank %d: non-temporal stores %d, expected %d (cache_shared %d)",
+          rank, t->shm_nt, want, t->cache_shared);
     uint64_t call = 0;
     for (size_t i = 0; i < NC_ARRAY_SIZE(sizes); i++)
         for (int root = 0; root < p; root++)
