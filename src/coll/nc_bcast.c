@@ -32,15 +32,17 @@
  *       fragment into buffers[root][index], then write its size into
  *       controls[child][index] of each child in the tree. A fragment is at
  *       most f bytes; the root cuts each call by the time model
- *       (nc_model_call_frag(): about sqrt(m t_w / t) bytes for m bytes,
- *       NUMACOLL_BCAST_MODEL_*), so a queue of large buffers still pipelines
- *       a small message. Readers take each fragment's size from its control
- *       block and need not know the cut. When the members do not all share
- *       a cache (t->shm_nt, NUMACOLL_SHM_NT), the root copies with
- *       non-temporal stores, which go to memory past its cache, so readers
- *       stream the fragment from memory instead of fetching each line from
- *       the root's cache; those stores are weakly ordered, so an sfence
- *       (nc_copy_nt_fence()) precedes the release of the size.
+ *       (nc_model_call_frag(): about sqrt(m t_w / t) bytes for m bytes, at
+ *       most s fragments, NUMACOLL_BCAST_MODEL_*), so a queue of large
+ *       buffers still pipelines a small message. Readers take each
+ *       fragment's size from its control block and need not know the cut.
+ *       When the members do not all share a cache (t->shm_nt,
+ *       NUMACOLL_SHM_NT) and the root passed a buffer (not a callback), the
+ *       root copies with non-temporal stores, which go to memory past its
+ *       cache, so readers stream the fragment from memory instead of
+ *       fetching each line from the root's cache; those stores are weakly
+ *       ordered, so an sfence (nc_copy_nt_fence()) precedes the release of
+ *       the size.
  * Non-root, per set use:
  *   N1. wait until op[set] == seq;
  *   N2. for each index: wait until controls[me][index] > 0, read the size and
@@ -193,7 +195,7 @@ static int sets_root(numacoll_team_t *t, char *buf, size_t bytes, numacoll_copy_
     const int root = t->rank, per_set = seg->l.s / seg->l.q;
     if (bytes != t->frag_m) {
         t->frag_m = bytes;
-        t->frag_f = nc_model_call_frag(bytes, seg->l.f, t->frag_tw);
+        t->frag_f = nc_model_call_frag(bytes, seg->l.f, (size_t)seg->l.s, t->frag_tw);
     }
     const size_t f = t->frag_f;
     const int nt = t->shm_nt;

@@ -75,17 +75,17 @@ static inline void nc_copy_nt(void *dst, const void *src, size_t n)
 {
     char *d = (char *)dst;
     const char *s = (const char *)src;
-    size_t head = (size_t)(-(uintptr_t)d & 15);
-    if (n < 256 || head) {
-        if (n < 256) {
-            memcpy(d, s, n);
-            return;
-        }
-        memcpy(d, s, head);
-        d += head;
-        s += head;
-        n -= head;
+    if (n < 256) {
+        memcpy(d, s, n);
+        return;
     }
+    /* streamed from a line boundary: a partial line stays cached (a slot's
+     * header shares its first line with the first data bytes) */
+    const size_t head = (size_t)(-(uintptr_t)d & 63);
+    memcpy(d, s, head);
+    d += head;
+    s += head;
+    n -= head;
     for (; n >= 64; n -= 64, d += 64, s += 64) {
         const __m128i a = _mm_loadu_si128((const __m128i *)s);
         const __m128i b = _mm_loadu_si128((const __m128i *)(s + 16));

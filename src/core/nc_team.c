@@ -578,9 +578,15 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     for (int i = 0; i < p; i++)
         if (r2[i].cache_shared != t->cache_shared)
             t->cache_shared = -1;
-    /* Only a root reads it: no agreement needed. */
+    /* Only how a member writes its own copies, never what others read: no
+     * agreement needed. Streamed stores exist on x86-64 only (nc_copy_nt). */
     const int64_t nt = NC_CFG_NUM(&t->cfg, SHM_NT);
+#if defined(__x86_64__)
     t->shm_nt = nt == NC_SHM_NT_ON || (nt == NC_SHM_NT_AUTO && t->cache_shared == 0);
+#else
+    (void)nt;
+    t->shm_nt = 0;
+#endif
     t->placement = NUMACOLL_PLACEMENT_OK;
     for (int i = 0; i < p; i++) {
         t->placement_pages += r2[i].pages;

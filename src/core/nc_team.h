@@ -38,7 +38,7 @@ struct numacoll_team {
     size_t inline_max;     /* NUMACOLL_BCAST_INLINE_MAX */
     double frag_tw;        /* t_w / t in bytes: the per-call fragment (nc_model_call_frag) */
     size_t frag_m, frag_f; /* the last size a root cut, and its fragment */
-    int shm_nt;          /* roots stream fragments past their cache (NUMACOLL_SHM_NT) */
+    int shm_nt;          /* bulk copies into the segment stream past the cache (NUMACOLL_SHM_NT) */
 
     /* barrier: per-algorithm state (coll/nc_barrier.c) */
     uint32_t barrier_seq;

@@ -85,18 +85,30 @@ int nc_model_optimal(const nc_model_params_t *mp, double m, double b, size_t pag
     return 0;
 }
 
-size_t nc_model_call_frag(size_t m, size_t f, double tw_bytes)
+size_t nc_model_call_frag(size_t m, size_t f, size_t s, double tw_bytes)
 {
     if (!(tw_bytes > 0) || !isfinite(tw_bytes) || m <= 64 || f == 0)
         return f;
-    const double md = (double)m;
-    double k = floor(sqrt(md / tw_bytes));
-    if (k < 1)
-        k = 1;
-    /* k or k + 1 fragments: k t_w + ceil(m/k) t, in units of t */
-    if ((k + 1) * tw_bytes + ceil(md / (k + 1)) < k * tw_bytes + ceil(md / k))
-        k += 1;
-    const double frag = ceil(ceil(md / k) / 64) * 64;
+    const double md = (double)m, ks = floor(sqrt(md / tw_bytes));
+    const double kmax = s > 0 ? (double)s : 1;
+    double k = 1, best = INFINITY;
+    /* k t_w + ceil(m/k) t, in units of t: the ceiling moves the least by up
+     * to one byte, so the neighbours of k* are tried too */
+    for (double c = ks - 1; c <= ks + 2; c++) {
+        if (c < 1 || c > kmax)
+            continue;
+        const double cost = c * tw_bytes + ceil(md / c);
+        if (cost < best) {
+            best = cost;
+            k = c;
+        }
+    }
+    if (!isfinite(best))
+        k = ks < 1 ? 1 : kmax; /* every candidate beyond the queue: one per buffer */
+    double frag = ceil(ceil(md / k) / 64) * 64;
+    const double lo = md < (double)NC_MODEL_FRAG_MIN ? ceil(md / 64) * 64 : (double)NC_MODEL_FRAG_MIN;
+    if (frag < lo)
+        frag = lo;
     return frag >= (double)f ? f : (size_t)frag;
 }
 

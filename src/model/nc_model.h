@@ -74,16 +74,18 @@ double nc_model_time(const nc_model_params_t *mp, double m, double f, double s, 
 int nc_model_optimal(const nc_model_params_t *mp, double m, double b, size_t page,
                      size_t *f_opt, size_t *s_opt);
 
-/* The fragment of one broadcast of m bytes through buffers of f bytes (the
- * per-call choice, coll/nc_bcast.c). Within one queue turn the model is
- * R2 with k fragments of m/k bytes: k t_w + (m/k) t + const, least at
- * k* = sqrt(m t / t_w), i.e. fragments of about sqrt(m t_w / t): the better
- * of the two whole k around k* (at least 1), fragments rounded up to a cache
- * line, at most f. tw_bytes = t_w / t (the bytes copied in the time of one
- * notification); tw_bytes <= 0 or not finite: f (fixed fragments). A message
- * of more than a queue's worth gets fragments of f too, since sqrt(m t_w / t)
- * exceeds f there for every queue the tuner picks (f* = sqrt(b t_w / t)). */
-size_t nc_model_call_frag(size_t m, size_t f, double tw_bytes);
+/* The fragment of one broadcast of m bytes through a queue of s buffers of f
+ * bytes (the per-call cut, coll/nc_bcast.c). Within one queue turn the model
+ * is R2 with k fragments of m/k bytes: k t_w + (m/k) t + const, least at
+ * k* = sqrt(m t / t_w), i.e. fragments of about sqrt(m t_w / t): the best k
+ * from floor(k*) - 1 to floor(k*) + 2 (at least 1; k t_w + ceil(m/k) t), at
+ * most s of them (more would wrap the queue and wait for the readers within
+ * one message), fragments rounded up to a cache line, at least
+ * NC_MODEL_FRAG_MIN (or the whole message), at most f. tw_bytes = t_w / t
+ * (the bytes copied in the time of one notification); tw_bytes <= 0 or not
+ * finite: f (fixed fragments). */
+#define NC_MODEL_FRAG_MIN ((size_t)1024)
+size_t nc_model_call_frag(size_t m, size_t f, size_t s, double tw_bytes);
 
 /* Least-squares fit of the constants from n measurements (m[i], f[i], s[i], q[i], time[i]
  * seconds). The model is linear in t, t_w and c = t_wo + t_a, so this solves a 3-column

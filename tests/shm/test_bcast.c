@@ -179,7 +179,7 @@ static int body_cut(int rank, int p, const char *name, void *arg)
                     return 1;
                 if (rank != root)
                     continue;
-                const size_t want = fixed ? 65536 : nc_model_call_frag(sizes[i], 65536, 1000);
+                const size_t want = fixed ? 65536 : nc_model_call_frag(sizes[i], 65536, 8, 1000);
                 CHECK(t->frag_m == sizes[i] && t->frag_f == want,
                       "root %d, %zu bytes: fragments of %zu, expected %zu", root, sizes[i],
                       t->frag_f, want);

@@ -414,22 +414,35 @@ static void test_fit(void)
           "negative t_a accepted");
 }
 
-/* The per-call fragment: worked values, the cap, the switch-off, and the k it
- * picks against every k from 1 to 4 k* + 8 (k t_w + ceil(m/k) t least). */
+/* The per-call fragment: worked values, the queue's bound, the floor, the cap,
+ * the switch-off; then, against a search over every k up to the queue, a
+ * fragment whose k is within one byte-time of the least cost (k t_w +
+ * ceil(m/k) t: the ceiling moves the least by up to one). */
+static double cut_cost(double m, double k, double R)
+{
+    return k * R + ceil(m / k);
+}
+
 static void test_call_frag(void)
 {
     /* R = t_w / t = 1000 bytes. m = 16 KiB: k* = sqrt(16.384) -> 4 (4 000 + 4 096
-     * < 5 000 + 3 277): fragments of 4 KiB. m = 4 KiB: 2 (2 000 + 2 048 <
-     * 3 000 + 1 366) -> 2 KiB. */
-    CHECK(nc_model_call_frag(16384, 8192, 1000) == 4096, "16 KiB");
-    CHECK(nc_model_call_frag(4096, 8192, 1000) == 2048, "4 KiB");
+     * < 5 000 + 3 277 < 3 000 + 5 462): fragments of 4 KiB. m = 4 KiB: 2
+     * (2 000 + 2 048 < 3 000 + 1 366 < 1 000 + 4 096) -> 2 KiB. */
+    CHECK(nc_model_call_frag(16384, 8192, 64, 1000) == 4096, "16 KiB");
+    CHECK(nc_model_call_frag(4096, 8192, 64, 1000) == 2048, "4 KiB");
     /* 1 000 bytes: one fragment, the whole message (rounded to a line) */
-    CHECK(nc_model_call_frag(1000, 8192, 1000) == 1024, "one fragment");
+    CHECK(nc_model_call_frag(1000, 8192, 64, 1000) == 1024, "one fragment");
     /* 4 MiB: sqrt(4 MiB x 1000) = 64 KiB > f: fragments of f */
-    CHECK(nc_model_call_frag(4u << 20, 8192, 1000) == 8192, "capped at f");
-    CHECK(nc_model_call_frag(16384, 8192, 0) == 8192, "t_w = 0: fixed fragments");
-    CHECK(nc_model_call_frag(16384, 8192, NAN) == 8192, "NaN: fixed fragments");
-    CHECK(nc_model_call_frag(64, 8192, 1000) == 8192, "a line or less: f");
+    CHECK(nc_model_call_frag(4u << 20, 8192, 64, 1000) == 8192, "capped at f");
+    /* 1 MiB through 4 buffers of 256 KiB: 32 fragments would wrap the queue 8
+     * times; at most 4, so 256 KiB each */
+    CHECK(nc_model_call_frag(1u << 20, 262144, 4, 1000) == 262144, "at most s fragments");
+    CHECK(nc_model_call_frag(1u << 20, 262144, 16, 1000) == 65536, "16 buffers: 16 x 64 KiB");
+    /* R = 1 byte: k* = 128 for 16 KiB, but fragments of at least 1 KiB */
+    CHECK(nc_model_call_frag(16384, 8192, 64, 1) == NC_MODEL_FRAG_MIN, "the floor");
+    CHECK(nc_model_call_frag(16384, 8192, 64, 0) == 8192, "t_w = 0: fixed fragments");
+    CHECK(nc_model_call_frag(16384, 8192, 64, NAN) == 8192, "NaN: fixed fragments");
+    CHECK(nc_model_call_frag(64, 8192, 64, 1000) == 8192, "a line or less: f");
     unsigned seed = 12345;
     for (int i = 0; i < 20000; i++) {
         seed = seed * 1103515245u + 12345u;
@@ -437,23 +450,23 @@ static void test_call_frag(void)
         seed = seed * 1103515245u + 12345u;
         const double R = 16 + (seed >> 8) % 20000;
         const size_t f = (size_t)4096 << (seed % 8);
-        const size_t got = nc_model_call_frag(m, f, R);
+        const size_t s = (size_t)1 << (seed >> 3) % 9;
+        const size_t got = nc_model_call_frag(m, f, s, R);
+        const double md = (double)m, ks = sqrt(md / R);
         double best = INFINITY;
-        const double ks = sqrt((double)m / R);
-        for (double k = 1; k <= 4 * ks + 8; k++)
-            best = fmin(best, k * R + ceil((double)m / k));
-        /* any k of least cost (ties happen) gives an acceptable fragment */
+        for (double k = 1; k <= 4 * ks + 8 && k <= (double)s; k++)
+            best = fmin(best, cut_cost(md, k, R));
         int ok = 0;
-        size_t want = 0;
-        for (double k = 1; k <= 4 * ks + 8 && !ok; k++) {
-            if (k * R + ceil((double)m / k) != best)
+        for (double k = 1; k <= 4 * ks + 8 && k <= (double)s && !ok; k++) {
+            if (cut_cost(md, k, R) > best + 1)
                 continue;
-            want = (size_t)(ceil(ceil((double)m / k) / 64) * 64);
-            if (want > f)
-                want = f;
-            ok = got == want;
+            double want = ceil(ceil(md / k) / 64) * 64;
+            const double lo = md < 1024 ? ceil(md / 64) * 64 : 1024;
+            want = fmin(fmax(want, lo), (double)f);
+            ok = (double)got == want;
         }
-        CHECK(ok, "m=%zu R=%.0f f=%zu: fragment %zu, the search %zu", m, R, f, got, want);
+        CHECK(ok && got >= 64 && got <= f && (m + got - 1) / got <= (f >= m ? s : (m + f - 1) / f + s),
+              "m=%zu R=%.0f f=%zu s=%zu: fragment %zu is not one of the least cost", m, R, f, s, got);
         if (!ok)
             break;
     }

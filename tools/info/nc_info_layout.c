@@ -69,12 +69,12 @@ void nc_info_print_layout(FILE *out, const nc_layout_t *l, const nc_config_t *cf
     if (tw > 0) {
         const double r = (double)tw * 1000.0 / (double)tps;
         fprintf(out, "fragments per call (t_w = %lld ns, t = %lld ps/byte: t_w / t = %.0f bytes; "
-                     "about sqrt(m t_w / t), at most f):",
+                     "about sqrt(m t_w / t) bytes, at least m/s, at most f):",
                 tw, tps, r);
         static const size_t ms[] = {(size_t)8 << 10, (size_t)64 << 10, (size_t)1 << 20,
                                     (size_t)16 << 20};
         for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
-            const size_t fr = nc_model_call_frag(ms[i], l->f, r);
+            const size_t fr = nc_model_call_frag(ms[i], l->f, (size_t)l->s, r);
             fprintf(out, "%s %zu KiB: %zu x %zu", i ? "," : "", ms[i] >> 10,
                     (ms[i] + fr - 1) / fr, fr);
         }

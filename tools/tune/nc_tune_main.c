@@ -355,14 +355,14 @@ static xfer_choice_t tune_transport(const opts_t *o, char *buf, size_t bufbytes)
     xfer_choice_t r = {0};
     /* The lines are those of the built-in queue (its f, s, q, tree). */
 #define DEFAULT_QUEUE {"BCAST_FRAG_SIZE", NULL}, {"BCAST_QUEUE_LEN", NULL}, {"BCAST_SETS", NULL}, \
-                      {"BCAST_TREE", NULL}
+                      {"BCAST_TREE", NULL}, {"BCAST_MODEL_TW_NS", NULL}, {"BCAST_MODEL_T_PS", NULL}
     const char *shm[][2] = {{"TRANSPORT", "shm"}, {"CMA_COOP", NULL}, DEFAULT_QUEUE};
     const char *one[][2] = {{"TRANSPORT", "cma"}, {"CMA_COOP", "0"}, DEFAULT_QUEUE};
     const char *coop[][2] = {{"TRANSPORT", "cma"}, {"CMA_COOP", "1"}, DEFAULT_QUEUE};
 #undef DEFAULT_QUEUE
     say("5c. transports: MPI_Bcast off-cache, through the segment and by CMA (single copy)\n");
     /* The single copy first: its team's probe says whether CMA is allowed. */
-    MPI_Comm c = bcast_comm(one, 6, buf);
+    MPI_Comm c = bcast_comm(one, (int)(sizeof one / sizeof one[0]), buf);
     numacoll_team_t *t = numacoll_mpi_comm_team(c);
     int ok = t && t->cma, all;
     r.k = t ? t->ncpus : 1;
@@ -380,7 +380,7 @@ static xfer_choice_t tune_transport(const opts_t *o, char *buf, size_t bufbytes)
     }
     const double m1 = 256 << 10, m2 = fmin(4 << 20, (double)bufbytes / 4);
     double ts[2], tc[2], tco[2];
-    MPI_Comm cs = bcast_comm(shm, 6, buf);
+    MPI_Comm cs = bcast_comm(shm, (int)(sizeof shm / sizeof shm[0]), buf);
     tc[0] = time_mpi_bcast(c, buf, bufbytes, (size_t)m1, o);
     tc[1] = time_mpi_bcast(c, buf, bufbytes, (size_t)m2, o);
     MPI_Comm_free(&c);
@@ -388,7 +388,7 @@ static xfer_choice_t tune_transport(const opts_t *o, char *buf, size_t bufbytes)
     ts[0] = time_mpi_bcast(c, buf, bufbytes, (size_t)m1, o);
     ts[1] = time_mpi_bcast(c, buf, bufbytes, (size_t)m2, o);
     MPI_Comm_free(&c);
-    c = bcast_comm(coop, 6, buf);
+    c = bcast_comm(coop, (int)(sizeof coop / sizeof coop[0]), buf);
     tco[0] = time_mpi_bcast(c, buf, bufbytes, (size_t)m1, o);
     tco[1] = time_mpi_bcast(c, buf, bufbytes, (size_t)m2, o);
     MPI_Comm_free(&c);
@@ -428,7 +428,7 @@ static xfer_choice_t tune_transport(const opts_t *o, char *buf, size_t bufbytes)
      * size; the switch point written is the measured crossover: the smallest
      * size from which the cooperative copy is faster at every larger size
      * measured. */
-    MPI_Comm cseg = bcast_comm(shm, 6, buf), ccma = bcast_comm(coop, 6, buf);
+    MPI_Comm cseg = bcast_comm(shm, (int)(sizeof shm / sizeof shm[0]), buf), ccma = bcast_comm(coop, (int)(sizeof coop / sizeof coop[0]), buf);
     numacoll_param_set("TRANSPORT", "shm");
     enum { NX = 10 };
     double xm[NX], xs[NX], xc[NX];
@@ -465,6 +465,8 @@ typedef struct choice_kv {
 /* Tunable k gets the number v (set) or its default (!set). */
 static void choice_add(choice_kv_t *c, const char *k, int set, double v)
 {
+    if (c->n >= (int)(sizeof c->kv / sizeof c->kv[0]))
+        abort(); /* choice_kv_t too small for choice_of(): a bug */
     snprintf(c->v[c->n], sizeof c->v[c->n], "%.0f", v);
     c->kv[c->n][0] = k;
     c->kv[c->n][1] = set ? c->v[c->n] : NULL;
@@ -1233,6 +1235,8 @@ int main(int argc, char **argv)
      * 5d checks them with the queue against the defaults. */
     best.tw_ns = mp.t_w > 0 ? fmin(round(mp.t_w * 1e9), 1e6) : 0;
     best.t_ps = mp.t > 0 ? fmin(round(mp.t * 1e12), 1e9) : 0;
+    if (best.tw_ns < 1 || best.t_ps < 1)
+        say("   (the fitted t_W or t rounds to 0: the per-call cut keeps its built-in constants)\n\n");
 
     /* 5b. */
     const red_choice_t red = tune_reductions(&o);
