@@ -80,7 +80,8 @@ int nc_model_optimal(const nc_model_params_t *mp, double m, double b, size_t pag
  * k* = sqrt(m t / t_w), i.e. fragments of about sqrt(m t_w / t): the best k
  * from floor(k*) - 1 to floor(k*) + 2 (at least 1; k t_w + ceil(m/k) t), at
  * most s of them (more would wrap the queue and wait for the readers within
- * one message), fragments rounded up to a cache line, at least
+ * one message; the cap at f still gives m/f > s fragments to a message
+ * larger than the queue), fragments rounded up to a cache line, at least
  * NC_MODEL_FRAG_MIN (or the whole message), at most f. tw_bytes = t_w / t
  * (the bytes copied in the time of one notification); tw_bytes <= 0 or not
  * finite: f (fixed fragments). */
