@@ -92,6 +92,26 @@ static int my_numa(uint64_t cpus[NC_TOPO_CPUSET_WORDS])
     return node;
 }
 
+/* A switch point as the report prints it: "never", or the first size that
+ * takes it (above the size `below` that a smaller path keeps) between pre
+ * and post. */
+static void fmt_switch(char *v, size_t n, size_t min, size_t below, const char *pre,
+                       const char *post)
+{
+    if (min == SIZE_MAX)
+        snprintf(v, n, "never");
+    else
+        snprintf(v, n, "%s%zu%s", pre, min > below ? min : below + 1, post);
+}
+
+/* The members' agreed view of their caches (t->cache_shared), in words. */
+static const char *cache_words(const numacoll_team_t *t)
+{
+    return t->cache_shared == 0   ? "the members do not all share a cache"
+           : t->cache_shared == 1 ? "the members share a cache"
+                                  : "the members' caches are unknown";
+}
+
 static void report(const numacoll_team_t *t, const rec2_t *r2)
 {
     const nc_layout_t *l = &t->seg.l;
@@ -129,11 +149,12 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
     }
     nc_log_info(1, "  %-10s %10zu %10zu %6d %5d (with member 0)", "shared", l->barrier_off,
                 l->barrier_bytes, 0, t->numa[0]);
-    nc_log_info(1, "copies into the segment (broadcast fragments, gather-family slots, large reductions): %s stores (%s)", t->shm_nt ? "non-temporal" : "cached",
+    nc_log_info(1,
+                "copies into the segment (broadcast fragments, gather-family slots, large "
+                "reductions): %s stores (%s)",
+                t->shm_nt ? "non-temporal" : "cached",
                 NC_CFG_NUM(&t->cfg, SHM_NT) != NC_SHM_NT_AUTO ? "NUMACOLL_SHM_NT"
-                : t->cache_shared == 0 ? "the members do not all share a cache"
-                : t->cache_shared == 1 ? "the members share a cache"
-                                       : "whether the members share a cache is unknown");
+                                                              : cache_words(t));
     if (!t->cma)
         nc_log_info(1, "transport: the segment for every size (CMA: %s)", t->cma_why);
     else if (t->cma_min == SIZE_MAX)
@@ -150,13 +171,8 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
     if (t->cma) {
         char v[3][32];
         for (int k = 0; k < 3; k++)
-            if (t->gather_cma_min[k] == SIZE_MAX)
-                snprintf(v[k], sizeof v[k], "never");
-            else
-                snprintf(v[k], sizeof v[k], "%zu",
-                         t->gather_cma_min[k] > (size_t)NC_CFG_NUM(&t->cfg, GATHER_INLINE_MAX)
-                             ? t->gather_cma_min[k]
-                             : (size_t)NC_CFG_NUM(&t->cfg, GATHER_INLINE_MAX) + 1);
+            fmt_switch(v[k], sizeof v[k], t->gather_cma_min[k],
+                       (size_t)NC_CFG_NUM(&t->cfg, GATHER_INLINE_MAX), "", "");
         nc_log_info(1, "transport, gather family: CMA for blocks from %s bytes (gather, scatter), "
                        "%s (allgather), %s (alltoall) (%s)",
                     v[0], v[1], v[2],
@@ -169,21 +185,15 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
         size_t small = (size_t)NC_CFG_NUM(&t->cfg, REDUCE_SMALL_MAX);
         if (small > (size_t)NC_CFG_NUM(&t->cfg, REDUCE_FRAG_SIZE))
             small = (size_t)NC_CFG_NUM(&t->cfg, REDUCE_FRAG_SIZE);
-        char v[2][32];
+        char v[2][40];
         for (int k = 0; k < 2; k++)
-            if (t->reduce_cma_min[k] == SIZE_MAX)
-                snprintf(v[k], sizeof v[k], "never");
-            else
-                snprintf(v[k], sizeof v[k], "from %zu bytes",
-                         t->reduce_cma_min[k] > small ? t->reduce_cma_min[k] : small + 1);
+            fmt_switch(v[k], sizeof v[k], t->reduce_cma_min[k], small, "from ", " bytes");
         nc_log_info(1, "transport, reductions: CMA %s (reduce), %s (allreduce) (%s)", v[0], v[1],
                     NC_CFG_NUM(&t->cfg, TRANSPORT) == NC_TRANSPORT_CMA ? "NUMACOLL_TRANSPORT=cma"
                     : NC_CFG_NUM(&t->cfg, REDUCE_CMA_MIN)
                         ? "NUMACOLL_REDUCE_CMA_MIN"
-                        : t->nleaders > 1      ? "the members span NUMA nodes"
-                        : t->cache_shared == 0 ? "the members share no cache"
-                        : t->cache_shared == 1 ? "the members share a cache"
-                                               : "the members' caches are unknown");
+                        : t->nleaders > 1 ? "the members span NUMA nodes"
+                                          : cache_words(t));
     }
     static const char *pl[] = {"OK", "MISPLACED", "UNKNOWN (a member is unbound)",
                                "UNCHECKED (move_pages unavailable)"};
