@@ -55,6 +55,30 @@ extern const nc_coll_decl_t nc_coll_decls[NC_COLL_COUNT];
 /* needs[m] of every collective, for nc_layout_compute(). */
 void nc_coll_shm_needs(int p, const nc_config_t *cfg, size_t page, nc_shm_need_t needs[NC_COLL_COUNT]);
 
+/* The NUMA plan of the collectives that work in two levels (the reductions,
+ * coll/nc_reduce.c "Order"; the allgather, coll/nc_gather.c): p members
+ * grouped by leaders[] (the lowest member of each one's NUMA node,
+ * nc_topo_leaders), two-level when numa_on and 1 < D < p. */
+typedef struct nc_numa_plan {
+    int p, D, two;
+    int *dom;    /* dom[k]: member k's domain, domains numbered by lowest member */
+    int *dfirst; /* domain d's members: dmem[dfirst[d] .. dfirst[d + 1]) */
+    int *dmem;   /* grouped by domain, rank order inside each */
+    int *work;   /* two-level: work[d * p + k] is k when k is in d, else a member of d,
+                    d's members in turn over the members outside d: the one that
+                    reduces slice k over d, the one that carries block k into d */
+} nc_numa_plan_t;
+
+/* 0, or NUMACOLL_ERR_NOMEM (pl is then freed). */
+int nc_numa_plan_make(nc_numa_plan_t *pl, int p, const int *leaders, int numa_on);
+void nc_numa_plan_free(nc_numa_plan_t *pl);
+/* The order as text, e.g. "(0 1) (2 3)": the domains' members in fold order. */
+void nc_numa_plan_order(const nc_numa_plan_t *pl, char *buf, size_t len);
+/* The plan of team t: its NUMA leaders, or with NUMACOLL_TEST_DOMAINS=v
+ * (tests only) member k in domain k % v, as if the members were spread
+ * round-robin over v nodes. */
+int nc_coll_numa_plan(const struct numacoll_team *t, nc_numa_plan_t *pl, int numa_on);
+
 /* Each collective's hooks (coll/nc_<file>.c). */
 #define NC_COLL_HOOKS_(e, file)                                                   \
     nc_shm_need_t nc_##file##_shm_need(int p, const nc_config_t *cfg, size_t page); \

@@ -28,16 +28,21 @@
  *                                 bytes of the block inline
  *   2*page + E*p*L + (b*p + s)*64 reply of call c to sender s:   i / member s (C2)
  *                                 {seq, addr, len} (CMA, C1)
+ *   2*page + E*p*(L + 64)         forward of call c of block k  i / the other members of
+ *     + (b*p + k)*64              (two-level allgather, A2):    i's NUMA node (A3)
+ *                                 {seq, start, rc}
  *   boxes + k*F', k < S           slot k: F bytes of data       i / the fragment's readers
  *
- *   L = roundup(64 + I, 64); boxes = 2*page + roundup(E*p*(L + 64), page);
+ *   L = roundup(64 + I, 64); boxes = 2*page + roundup(E*p*(L + 128), page);
  *   F' = roundup(F, page); member area = boxes + S*F'.
  *
  * A call (the call counter t->gather_call is the same on every member)
  * gives every member its streams, the blocks it sends, in a fixed order:
  *   gather(v):    a non-root: one stream, to the root;
  *   scatter(v):   the root: one stream to each member root+1, root+2, ...;
- *   allgather(v): every member: one stream, read by every other member;
+ *   allgather(v): every member: one stream, read by every other member
+ *                 (two-level: by its node's members and one member of each
+ *                 other node, which forwards it in a stream of its own, A1-A3);
  *   alltoall(v):  member i: one stream to each member i+1, i+2, ...
  * and the streams it reads: from the root (scatter), from every member
  * (root of a gather, allgather, alltoall) in the order i-1, i-2, ... so that
@@ -77,6 +82,41 @@
  *   4. out = c (release).
  * A sender returns once its last fragment is written (its send buffer is
  * free then; its readers take it from shared memory later).
+ *
+ * Two-level allgather(v) (NUMA, the team's members on D nodes, 1 < D < p:
+ * coll/nc_coll.h nc_numa_plan_t; work[n*p + k] is the member of node n that
+ * carries block k into n, n's members in turn). Without it, each block
+ * crosses into another node once per member there; with it, once per node:
+ *   A1. a sender whose block goes through its slots (more than I bytes, not
+ *       by CMA) and has at least NUMACOLL_ALLGATHER_NUMA_MIN bytes, with
+ *       NUMACOLL_ALLGATHER_NUMA=1, sends it two-level: in step 2 the entry
+ *       for each member d of another node n is flagged XG_CARRY when d =
+ *       work[n*p + me] (n has other members), XG_VIA when it is another
+ *       member of n, nothing when d is alone on n; the block's fragments
+ *       are read by the members of its own node and one member per other
+ *       node. The sender decides, readers follow their entry's flag, so
+ *       members that disagree on sizes still agree on who reads what.
+ *   A2. the carrier, on taking an XG_CARRY entry (3r), opens a forward: when
+ *       it receives the block whole (same collective, same size), the next
+ *       frags(bytes) positions of its own ring, read by the other members of
+ *       its node, written (3w, in position order after everything it posted
+ *       before) from its receive buffer fragment by fragment once it has
+ *       copied that fragment in; then its forward line for block k in box
+ *       c % E: start, rc = 0, seq = c (release). Otherwise rc = why not
+ *       (NUMACOLL_ERR_TRUNCATE, _MISMATCH) and no positions.
+ *       The line is rewritten E calls later, after step 1 of that call saw
+ *       every member's out >= c: its readers are done with it.
+ *   A3. a member whose entry is flagged XG_VIA takes the block's size from
+ *       the entry (and compares it with what it expects, as in 3r), then
+ *       waits for the carrier's forward line for block k (seq == c,
+ *       acquire): rc != 0 fails its call with rc; else it reads the
+ *       fragments from the carrier's slots from start on, as in 3r.
+ * A forward never holds up a read (a carrier reads its senders in every
+ * turn), and a fragment waits only on reads of its own or earlier positions
+ * and, for a forward, on the carrier's read of the sender's block, which
+ * waits on nothing forwarded: no cycle. Small blocks stay one level: a
+ * second level would add a serial hand-off where a reader's line reads
+ * from other nodes run in parallel.
  *
  * Single copy (CMA, shm/nc_cma.h). When the team may use CMA and a block of
  * more than I bytes reaches the switch point of its collective
@@ -134,7 +174,8 @@
  *
  * Release/acquire pairs: seq of an entry (2) / its reader (3r); sseq (3w) /
  * its readers (3r); con (3r, a reader's release) / the writer reusing the
- * slot (3w); out (4) / a sender reusing its box (1); a reply's seq (C1) /
+ * slot (3w); out (4) / a sender reusing its box (1); a forward line's seq
+ * (A2) / the carrier's readers (A3); a reply's seq (C1) /
  * the sender (C2); wdone (C2) / the reader (C4); cdone (C3) / the sender
  * (C5).
  *
@@ -168,6 +209,8 @@
 #define XG_BOXES 4
 #define XG_ENT_HDR 64 /* bytes of an entry before its inline data */
 #define XG_CMA 1u      /* entry flag: the block is read from the sender's memory */
+#define XG_VIA 2u      /* entry flag: read the block from the member that carries it (A3) */
+#define XG_CARRY 4u    /* entry flag: read the block and carry it into your node (A2) */
 
 enum { XG_GATHER = 1, XG_SCATTER, XG_ALLGATHER, XG_ALLTOALL };
 
@@ -185,6 +228,15 @@ typedef struct xg_ent {
     /* then up to I bytes inline */
 } xg_ent_t;
 NC_STATIC_ASSERT(sizeof(xg_ent_t) == XG_ENT_HDR, "an entry's header is 64 bytes");
+
+/* A carrier's forward of one block into its node (A2). */
+typedef struct xg_fwd {
+    _Atomic uint64_t seq; /* the call, published last */
+    uint64_t start;       /* the first position of the forward in the carrier's slots */
+    int32_t rc;           /* 0, or why the carrier does not forward the block (no positions) */
+    char pad[NC_CACHELINE - 2 * sizeof(uint64_t) - sizeof(int32_t)];
+} xg_fwd_t;
+NC_STATIC_ASSERT(sizeof(xg_fwd_t) == NC_CACHELINE, "a forward per line");
 
 /* A reader's reply to a CMA sender (C1). */
 typedef struct xg_rep {
@@ -209,8 +261,10 @@ typedef struct xg_blk {
 
 /* A stream this member reads (3r). */
 typedef struct xg_rd {
-    int src;
-    int state;       /* 0: entry not read, 1: fragments, 2: read, 3: CMA, waiting for C2 */
+    int src;         /* whose slots it reads: the sender, or the carrier (A3) */
+    int blk;         /* the sender */
+    int state;       /* 0: entry not read, 1: fragments, 2: read, 3: CMA, waiting for C2,
+                        4: waiting for the carrier's forward line (A3) */
     uint64_t x, end; /* next position, one past the last */
     size_t off, bytes;
     xg_blk_t to;     /* where it goes (to.n: what fits) */
@@ -218,9 +272,12 @@ typedef struct xg_rd {
 
 /* A stream this member writes (2, 3w). */
 typedef struct xg_wr {
-    int dst;         /* -1: every other member (allgather) */
+    int dst;         /* -1: every other member (allgather), -2: a forward (A2) */
     xg_blk_t from;
     uint64_t start, end;
+    int readers;     /* of each fragment */
+    int rdi;         /* a forward: the stream st->rd[rdi] it forwards, written no faster
+                        than that stream is read; else -1 */
     int cma;         /* by CMA: 1, 2 once its share is written (C2) */
     size_t share;
 } xg_wr_t;
@@ -238,6 +295,9 @@ typedef struct xg_state {
     char **area;         /* area[k]: member k's area */
     xg_rd_t *rd;         /* scratch, p entries */
     xg_wr_t *wr;         /* scratch, p entries */
+    nc_numa_plan_t pl;   /* the NUMA groups (two-level allgather, A1-A3) */
+    int two;             /* allgather blocks from numa_min go two-level (A1) */
+    size_t numa_min;
 } xg_state_t;
 
 /* What a call asks of this member, before it is turned into streams. */
@@ -278,9 +338,10 @@ static size_t ent_bytes(size_t I)
     return nc_round_up(XG_ENT_HDR + I, NC_CACHELINE);
 }
 
+/* Per box: p entries, p replies (C1), p forward lines (A2). */
 static size_t boxes_bytes(int p, size_t I, size_t page)
 {
-    return nc_round_up((size_t)XG_BOXES * (size_t)p * (ent_bytes(I) + NC_CACHELINE), page);
+    return nc_round_up((size_t)XG_BOXES * (size_t)p * (ent_bytes(I) + 2 * NC_CACHELINE), page);
 }
 
 nc_shm_need_t nc_gather_shm_need(int p, const nc_config_t *cfg, size_t page)
@@ -317,6 +378,12 @@ static inline xg_rep_t *rep_of(const xg_state_t *st, int p, int k, uint64_t call
     return (xg_rep_t *)(st->area[k] + 2 * st->page + (size_t)XG_BOXES * (size_t)p * st->L +
                         ((size_t)(call % XG_BOXES) * (size_t)p + (size_t)s) * NC_CACHELINE);
 }
+static inline xg_fwd_t *fwd_of(const xg_state_t *st, int p, int k, uint64_t call, int blk)
+{
+    return (xg_fwd_t *)(st->area[k] + 2 * st->page +
+                        (size_t)XG_BOXES * (size_t)p * (st->L + NC_CACHELINE) +
+                        ((size_t)(call % XG_BOXES) * (size_t)p + (size_t)blk) * NC_CACHELINE);
+}
 static inline char *slot_data(const xg_state_t *st, int k, int slot)
 {
     return st->area[k] + st->boxes_off + (size_t)slot * st->stride;
@@ -331,6 +398,7 @@ void nc_gather_fini(struct numacoll_team *t)
     free(st->area);
     free(st->rd);
     free(st->wr);
+    nc_numa_plan_free(&st->pl);
     free(st);
     t->gather_state = NULL;
 }
@@ -361,6 +429,13 @@ int nc_gather_init(struct numacoll_team *t)
         return NUMACOLL_ERR_NOMEM;
     for (int k = 0; k < p; k++)
         st->area[k] = nc_seg_member_area(&t->seg, NC_COLL_GATHER, k);
+    /* The groups always (a reader follows its sender's flags, A3); the
+     * two-level choice is the sender's (A1). */
+    int rc = nc_coll_numa_plan(t, &st->pl, 1);
+    if (rc)
+        return rc;
+    st->two = st->pl.two && NC_CFG_NUM(&t->cfg, ALLGATHER_NUMA);
+    st->numa_min = (size_t)NC_CFG_NUM(&t->cfg, ALLGATHER_NUMA_MIN);
     /* What this member owns, in its own block: "call seq0 - 1 is over", no
      * fragment anywhere, no entry of any call to come. Exchange #2 of the
      * team creation orders these stores before any other member's first
@@ -381,6 +456,8 @@ int nc_gather_init(struct numacoll_team *t)
             atomic_store_explicit(&ent_of(st, p, me, (uint32_t)b, d)->wdone, st->call64 - 1u,
                                   memory_order_relaxed);
             atomic_store_explicit(&rep_of(st, p, me, (uint32_t)b, d)->seq, st->call64 - 1u,
+                                  memory_order_relaxed);
+            atomic_store_explicit(&fwd_of(st, p, me, (uint32_t)b, d)->seq, st->call64 - 1u,
                                   memory_order_relaxed);
         }
     st->outs_low = st->outs_at = before;
@@ -445,11 +522,11 @@ static inline uint64_t frags(const xg_state_t *st, size_t n)
 
 /* Step 2 for one stream: the entry of reader d. */
 static void post_entry(const xg_state_t *st, int p, int me, uint64_t c, uint32_t code, int d,
-                       const xg_wr_t *w)
+                       const xg_wr_t *w, uint32_t flags)
 {
     xg_ent_t *e = ent_of(st, p, me, c, d);
     e->code = code;
-    e->flags = w->cma ? XG_CMA : 0;
+    e->flags = (w->cma ? XG_CMA : 0) | flags;
     e->start = w->cma ? (uint64_t)(uintptr_t)w->from.p : w->start;
     e->bytes = w->from.n;
     e->share = w->share;
@@ -512,11 +589,58 @@ static int cma_write(numacoll_team_t *t, xg_state_t *st, xg_wr_t *w, uint64_t c,
     return 1;
 }
 
+/* A2: the carrier of the block of stream r (its entry just taken) opens the
+ * forward as write stream st->wr[*nw]: when it receives the block whole
+ * (rc == 0), it forwards it from its receive buffer; else it tells its node
+ * why not, and forwards nothing. */
+static void fwd_open(numacoll_team_t *t, xg_state_t *st, xg_rd_t *r, uint64_t c, int rc, int *nw)
+{
+    const int me = t->rank;
+    const nc_numa_plan_t *pl = &st->pl;
+    const int dm = pl->dom[me];
+    xg_fwd_t *f = fwd_of(st, t->p, me, c, r->blk);
+    f->rc = rc;
+    f->start = st->pos;
+    if (!rc) {
+        xg_wr_t *w = &st->wr[(*nw)++];
+        *w = (xg_wr_t){.dst = -2, .from = r->to, .start = st->pos,
+                       .readers = pl->dfirst[dm + 1] - pl->dfirst[dm] - 1,
+                       .rdi = (int)(r - st->rd)};
+        w->end = st->pos += frags(st, r->bytes);
+        t->gather_fwd++;
+    }
+    /* release: start and rc before seq; pairs with the acquire in
+     * read_step() (A3). */
+    atomic_store_explicit(&f->seq, c, memory_order_release);
+}
+
 /* Step 3r on stream r: 1 if it moved. */
 static int read_step(numacoll_team_t *t, xg_state_t *st, xg_rd_t *r, uint64_t c, uint32_t code,
-                     int *err)
+                     int *err, int *nw)
 {
     const int p = t->p;
+    if (r->state == 4) {
+        const xg_fwd_t *f = fwd_of(st, p, r->src, c, r->blk);
+        /* acquire: pairs with the release of seq in fwd_open() (A2). */
+        if (atomic_load_explicit(&f->seq, memory_order_acquire) != c)
+            return 0;
+        if (f->rc) {
+            if (!*err) {
+                *err = f->rc;
+                nc_log_error("gather family: member %d cannot receive member %d's block: "
+                             "member %d, which carries it into their NUMA node, failed to "
+                             "receive it (%s)",
+                             t->rank, r->blk, r->src, numacoll_strerror(f->rc));
+            }
+            r->state = 2;
+            return 1;
+        }
+        r->x = f->start;
+        r->end = r->x + frags(st, r->bytes);
+        r->state = 1;
+        t->gather_via++;
+        return 1;
+    }
     if (r->state == 3) {
         const xg_ent_t *e = ent_of(st, p, r->src, c, t->rank);
         /* acquire: pairs with the release of wdone in cma_write() (C2): the
@@ -568,7 +692,16 @@ static int read_step(numacoll_team_t *t, xg_state_t *st, xg_rd_t *r, uint64_t c,
             if (r->to.n)
                 memcpy(r->to.p, (char *)e + XG_ENT_HDR, r->to.n);
             r->state = 2;
+        } else if ((e->flags & XG_VIA) && st->pl.work) {
+            /* A3: from its carrier, whatever this member expects (the carrier
+             * counts it among the forward's readers) */
+            r->src = st->pl.work[st->pl.dom[t->rank] * p + r->blk];
+            r->state = 4;
         } else {
+            if ((e->flags & XG_CARRY) && st->pl.work)
+                fwd_open(t, st, r, c,
+                         bad ? NUMACOLL_ERR_MISMATCH
+                         : r->to.n != r->bytes ? NUMACOLL_ERR_TRUNCATE : 0, nw);
             r->state = 1;
         }
         return 1;
@@ -673,7 +806,7 @@ static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
     const uint32_t c = t->gather_call++;
     const uint64_t c64 = st->call64++;
     const uint32_t code = (uint32_t)kind | (uint32_t)(root + 1) << 4;
-    int nw = 0, nr = 0, readers = 1, rc = 0, err = 0, ncma = 0;
+    int nw = 0, nr = 0, rc = 0, err = 0, ncma = 0;
 
     /* The streams of this call (see the list at the top). */
     if (kind == XG_GATHER) {
@@ -690,7 +823,6 @@ static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
             st->rd[nr++] = (xg_rd_t){.src = root};
     } else if (kind == XG_ALLGATHER) {
         st->wr[nw++] = (xg_wr_t){.dst = -1, .from = send_blk(cl, me)};
-        readers = p - 1;
         for (int j = 1; j < p; j++)
             st->rd[nr++] = (xg_rd_t){.src = (me - j + p) % p};
     } else {
@@ -699,8 +831,10 @@ static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
             st->rd[nr++] = (xg_rd_t){.src = (me - j + p) % p};
         }
     }
-    for (int i = 0; i < nr; i++)
+    for (int i = 0; i < nr; i++) {
+        st->rd[i].blk = st->rd[i].src;
         st->rd[i].to = recv_blk(cl, st->rd[i].src);
+    }
 
     /* 1, 2 */
     if (nw) {
@@ -710,6 +844,16 @@ static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
             xg_wr_t *w = &st->wr[i];
             cma_choose(t, st, kind, w);
             w->start = st->pos;
+            w->rdi = -1;
+            w->readers = w->dst >= 0 ? 1 : p - 1;
+            /* A1: two-level, read by my node's members and one member of
+             * each other node */
+            const nc_numa_plan_t *pl = &st->pl;
+            const int two = w->dst < 0 && st->two && !w->cma && w->from.n > st->I &&
+                            w->from.n >= st->numa_min;
+            if (two)
+                w->readers = pl->dfirst[pl->dom[me] + 1] - pl->dfirst[pl->dom[me]] - 1 +
+                             pl->D - 1;
             if (w->cma) {
                 w->end = w->start;
                 st->cneed += w->dst >= 0 ? 1u : (uint64_t)(p - 1);
@@ -719,12 +863,19 @@ static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
                 w->end = st->pos += frags(st, w->from.n);
             }
             if (w->dst >= 0) {
-                post_entry(st, p, me, c64, code, w->dst, w);
+                post_entry(st, p, me, c64, code, w->dst, w, 0);
                 continue;
             }
-            for (int d = 0; d < p; d++)
-                if (d != me)
-                    post_entry(st, p, me, c64, code, d, w);
+            for (int d = 0; d < p; d++) {
+                if (d == me)
+                    continue;
+                const int dd = pl->dom[d], carrier = two ? pl->work[dd * p + me] : d;
+                const uint32_t fl = !two || dd == pl->dom[me] ? 0
+                                    : carrier != d            ? XG_VIA
+                                    : pl->dfirst[dd + 1] - pl->dfirst[dd] > 1 ? XG_CARRY
+                                                                            : 0;
+                post_entry(st, p, me, c64, code, d, w, fl);
+            }
         }
     }
 
@@ -764,6 +915,9 @@ static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
             const size_t fs = frag_of(st, w->from.n);
             const size_t off = (size_t)(x - w->start) * fs;
             const size_t len = w->from.n - off < fs ? w->from.n - off : fs;
+            /* A2: a forward's fragment once this member has received it */
+            if (w->rdi >= 0 && st->rd[w->rdi].state != 2 && st->rd[w->rdi].off < off + len)
+                break;
             if (t->shm_nt) {
                 /* streamed past my cache (NUMACOLL_SHM_NT), then ordered */
                 nc_copy_nt(slot_data(st, me, k), w->from.p + off, len);
@@ -771,7 +925,7 @@ static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
             } else {
                 nc_copy(slot_data(st, me, k), w->from.p + off, len);
             }
-            st->need[k] += (uint64_t)readers;
+            st->need[k] += (uint64_t)w->readers;
             /* release: the fragment before its position (streamed stores:
              * after the fence above); pairs with the acquire of sseq in
              * read_step() (3r). */
@@ -789,7 +943,7 @@ static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
         int open = 0;
         for (int i = ri; i < nr; i++) {
             xg_rd_t *r = &st->rd[i];
-            while (r->state != 2 && read_step(t, st, r, c64, code, &err))
+            while (r->state != 2 && read_step(t, st, r, c64, code, &err, &nw))
                 moved = 1;
             if (r->state != 2)
                 open = 1;

@@ -207,7 +207,7 @@ typedef struct red_state {
     char **slots;       /* slots[k]: member k's slot 0 */
     const char **src;   /* p source pointers, scratch for the folds */
     /* The NUMA plan (fixed for the team; "Order" above). */
-    nc_red_plan_t pl;
+    nc_numa_plan_t pl;
     int two, D, mydom;  /* pl.two, pl.D, pl.dom[me] */
     int *dfirst, *dmem, *work; /* pl's */
     char *part;         /* private, F bytes: my domain's partial of my slice (4a); small
@@ -258,7 +258,7 @@ void nc_reduce_fini(struct numacoll_team *t)
     free(st->ctl);
     free(st->slots);
     free(st->src);
-    nc_red_plan_free(&st->pl);
+    nc_numa_plan_free(&st->pl);
     free(st->part);
     free(st->dsrc);
     free(st->cbuf);
@@ -266,90 +266,11 @@ void nc_reduce_fini(struct numacoll_team *t)
     t->reduce_state = NULL;
 }
 
-void nc_red_plan_free(nc_red_plan_t *pl)
-{
-    free(pl->dom);
-    free(pl->dfirst);
-    free(pl->dmem);
-    free(pl->work);
-    memset(pl, 0, sizeof *pl);
-}
-
-/* Slice k is reduced over domain d by k itself when k is in d, else by d's
- * members in turn. */
-int nc_red_plan_make(nc_red_plan_t *pl, int p, const int *leaders, int numa_on)
-{
-    memset(pl, 0, sizeof *pl);
-    pl->p = p;
-    pl->dom = calloc((size_t)p, sizeof *pl->dom);
-    pl->dfirst = calloc((size_t)p + 1, sizeof *pl->dfirst);
-    pl->dmem = calloc((size_t)p, sizeof *pl->dmem);
-    if (!pl->dom || !pl->dfirst || !pl->dmem) {
-        nc_red_plan_free(pl);
-        return NUMACOLL_ERR_NOMEM;
-    }
-    int D = 0;
-    for (int k = 0; k < p; k++) {
-        const int lead = leaders && leaders[k] >= 0 && leaders[k] <= k ? leaders[k] : k;
-        pl->dom[k] = lead == k ? D++ : pl->dom[lead];
-    }
-    pl->D = D;
-    for (int d = 0, n = 0; d < D; d++) {
-        pl->dfirst[d] = n;
-        for (int k = 0; k < p; k++)
-            if (pl->dom[k] == d)
-                pl->dmem[n++] = k;
-    }
-    pl->dfirst[D] = p;
-    pl->two = numa_on && D > 1 && D < p;
-    if (!pl->two)
-        return 0;
-    pl->work = calloc((size_t)D * (size_t)p, sizeof *pl->work);
-    if (!pl->work) {
-        nc_red_plan_free(pl);
-        return NUMACOLL_ERR_NOMEM;
-    }
-    for (int d = 0; d < D; d++) {
-        const int n = pl->dfirst[d + 1] - pl->dfirst[d];
-        for (int k = 0, j = 0; k < p; k++)
-            pl->work[d * p + k] = pl->dom[k] == d ? k : pl->dmem[pl->dfirst[d] + j++ % n];
-    }
-    return 0;
-}
-
-void nc_red_plan_order(const nc_red_plan_t *pl, char *buf, size_t len)
-{
-    size_t at = 0;
-    buf[0] = 0;
-    const int D = pl->two ? pl->D : 1;
-    for (int d = 0; d < D && at < len; d++) {
-        const int a = pl->two ? pl->dfirst[d] : 0, b = pl->two ? pl->dfirst[d + 1] : pl->p;
-        for (int j = a; j < b && at < len; j++) {
-            int n = snprintf(buf + at, len - at, "%s%s%d%s", d && j == a ? " " : "",
-                             j == a ? "(" : " ", pl->two ? pl->dmem[j] : j, j == b - 1 ? ")" : "");
-            at += n > 0 ? (size_t)n : 0;
-        }
-    }
-}
-
-/* The team's plan from its NUMA leaders; NUMACOLL_TEST_REDUCE_DOMAINS=v
- * (tests only) makes member k's domain k % v instead, as if the members were
- * spread round-robin over v nodes. */
+/* The team's plan (coll/nc_coll.h: its NUMA groups, or the test's). */
 static int plan(const struct numacoll_team *t, red_state_t *st)
 {
     const int p = t->p;
-    const char *fake = getenv("NUMACOLL_TEST_REDUCE_DOMAINS");
-    const int v = fake ? atoi(fake) : 0;
-    int *lead = NULL;
-    if (v > 0) {
-        if (!(lead = calloc((size_t)p, sizeof *lead)))
-            return NUMACOLL_ERR_NOMEM;
-        for (int k = 0; k < p; k++)
-            lead[k] = k % v;
-    }
-    int rc = nc_red_plan_make(&st->pl, p, lead ? lead : t->leaders,
-                              (int)NC_CFG_NUM(&t->cfg, REDUCE_NUMA));
-    free(lead);
+    int rc = nc_coll_numa_plan(t, &st->pl, (int)NC_CFG_NUM(&t->cfg, REDUCE_NUMA));
     if (rc)
         return rc;
     st->two = st->pl.two;

@@ -33,21 +33,4 @@ const nc_red_kernel_t *nc_red_kernel(numacoll_op_t op, numacoll_type_t type);
 const char *nc_red_op_name(int op);
 const char *nc_red_type_name(int type);
 
-/* The reductions' NUMA plan (coll/nc_reduce.c, "Order"): p members grouped
- * by leaders[] (the lowest member of each one's NUMA node, nc_topo_leaders);
- * two-level when numa_on and 1 < D < p. */
-typedef struct nc_red_plan {
-    int p, D, two;
-    int *dom;    /* dom[k]: member k's domain, domains numbered by lowest member */
-    int *dfirst; /* domain d's members: dmem[dfirst[d] .. dfirst[d + 1]) */
-    int *dmem;   /* grouped by domain, rank order inside each */
-    int *work;   /* two-level: work[d * p + k] reduces slice k over domain d */
-} nc_red_plan_t;
-
-/* 0, or NUMACOLL_ERR_NOMEM (pl is then freed). */
-int nc_red_plan_make(nc_red_plan_t *pl, int p, const int *leaders, int numa_on);
-void nc_red_plan_free(nc_red_plan_t *pl);
-/* The order as text, e.g. "(0 1) (2 3)": the domains' members in fold order. */
-void nc_red_plan_order(const nc_red_plan_t *pl, char *buf, size_t len);
-
 #endif

@@ -119,6 +119,15 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
     X(GATHER_CMA_MIN, NC_PT_SIZE, "0", 0, INT64_C(1) << 50, NULL, "bytes",                     \
       "Gather family, NUMACOLL_TRANSPORT=auto: blocks of at least this many bytes go by CMA "    \
       "(single copy); 0: the cost model's switch point per collective (numacoll-info prints it).") \
+    X(ALLGATHER_NUMA, NC_PT_INT, "1", 0, 1, NULL, "bool",                                       \
+      "1: on a node with several NUMA nodes, an allgather(v) block of at least "                \
+      "NUMACOLL_ALLGATHER_NUMA_MIN bytes crosses into each other NUMA node once: one member "   \
+      "there reads it and forwards it to that node's other members (docs/gather.md); 0: "      \
+      "every member reads every block from its sender.")                                       \
+    X(ALLGATHER_NUMA_MIN, NC_PT_SIZE, "16384", 0, INT64_C(1) << 50, NULL, "bytes",              \
+      "Allgather(v) with NUMACOLL_ALLGATHER_NUMA=1 on several NUMA nodes: blocks of at least "  \
+      "this many bytes (and more than NUMACOLL_GATHER_INLINE_MAX, not by CMA) are forwarded "    \
+      "inside each NUMA node; smaller ones are read from their sender by every member.")       \
     /* ---- MPI layer (src/mpi) ---- */                                                       \
     X(DISABLE, NC_PT_INT, "0", 0, 1, NULL, "bool",                                              \
       "1: every collective goes to the MPI library (PMPI); numacoll stays out of the way.")      \

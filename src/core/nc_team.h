@@ -62,6 +62,8 @@ struct numacoll_team {
     size_t gather_cma_min[3]; /* gather-family blocks from this size use CMA, per
                                  NC_XG_* kind (coll/nc_gather.c) */
     uint64_t gather_cma;   /* gather-family blocks this member sent or read by CMA */
+    uint64_t gather_fwd;   /* allgather blocks this member carried into its NUMA node */
+    uint64_t gather_via;   /* allgather blocks this member read from a member that carried them */
     size_t reduce_cma_min[2]; /* reductions from this size use CMA (coll/nc_reduce.c):
                                  [0] reduce, [1] allreduce */
     int cache_shared;      /* every member's CPUs under one cache (hwloc): 1, 0, -1 unknown */

@@ -25,6 +25,11 @@
  * Arguments NAME=VALUE set tunables first (numacoll_param_set); expect_cma=1
  * checks that every call of a non-v form with blocks above the inline size
  * moved them by CMA (NUMACOLL_TRANSPORT=cma), expect_cma=0 that none did.
+ * expect_numa=1 (with NUMACOLL_TEST_DOMAINS=v, the members spread over v
+ * virtual NUMA nodes, and NUMACOLL_ALLGATHER_NUMA_MIN=0) checks that every
+ * allgather(v) call with fragments went two-level: each member whose node has
+ * another member carried a block of another node into it or read one from its
+ * carrier; expect_numa=0 that no call did.
  */
 #include <signal.h>
 #include <stdint.h>
@@ -51,6 +56,15 @@ static const int rooted[NCOLL] = {1, 1, 1, 1, 0, 0, 0, 0};
 
 static size_t g_I = 224, g_F = 65536;
 static int g_expect_cma = -1; /* expect_cma=0|1, -1: not checked */
+static int g_expect_numa = -1; /* expect_numa=0|1, -1: not checked; the virtual nodes ... */
+static int g_numa_v;          /* ... NUMACOLL_TEST_DOMAINS=v: member k on node k % v */
+
+/* Does member me share its node with another member, in a team that the
+ * nodes split (1 < v < p)? */
+static int numa_two(int me, int p)
+{
+    return g_numa_v > 1 && g_numa_v < p && me % g_numa_v + g_numa_v < p;
+}
 
 static inline unsigned char val(uint64_t call, int s, int d, size_t i)
 {
@@ -224,6 +238,7 @@ static int run_call(numacoll_team_t *tm, int me, int p, const call_t *c, bufs_t 
         sb = NULL;
     int rc;
     const uint64_t cma0 = tm->gather_cma;
+    const uint64_t numa0 = tm->gather_fwd + tm->gather_via;
     switch (coll) {
     case GATHER: rc = numacoll_gather(tm, sb, my_n, rb, root); break;
     case GATHERV: rc = numacoll_gatherv(tm, sb, one, rb, rl.cnt, rl.dsp, root); break;
@@ -255,6 +270,17 @@ static int run_call(numacoll_team_t *tm, int me, int p, const call_t *c, bufs_t 
     if (g_expect_cma == 1 && !v && p > 1 && n > g_I && c->bad_rank < 0)
         CHECK(tm->gather_cma > cma0, "%s p=%d rank %d n=%zu: not moved by CMA", names[coll], p, me,
               n);
+    if (g_expect_numa == 0)
+        CHECK(tm->gather_fwd + tm->gather_via == numa0, "%s p=%d rank %d n=%zu: two-level",
+              names[coll], p, me, n);
+    if (g_expect_numa == 1 && (coll == ALLGATHER || coll == ALLGATHERV) && numa_two(me, p) &&
+        c->bad_rank < 0) {
+        int frag = 0; /* a block of another node with fragments */
+        for (int k = 0; k < p; k++)
+            frag |= k % g_numa_v != me % g_numa_v && rl.cnt[k] > g_I;
+        CHECK(!frag || tm->gather_fwd + tm->gather_via > numa0,
+              "%s p=%d rank %d n=%zu: no block carried into its node", names[coll], p, me, n);
+    }
     if (want)
         return 0; /* contents are checked where everything agrees */
     /* Guards and the send buffer. */
@@ -548,6 +574,13 @@ int main(int argc, char **argv)
     int npos = 0;
     for (int i = 1; i < argc; i++) {
         char *eq = strchr(argv[i], '=');
+        if (!strncmp(argv[i], "expect_numa=", 12)) {
+            g_expect_numa = atoi(argv[i] + 12);
+            const char *v = getenv("NUMACOLL_TEST_DOMAINS");
+            g_numa_v = v ? atoi(v) : 0;
+            printf("%s (NUMACOLL_TEST_DOMAINS=%d)\n", argv[i], g_numa_v);
+            continue;
+        }
         if (!strncmp(argv[i], "expect_cma=", 11)) {
             g_expect_cma = atoi(argv[i] + 11);
             printf("%s\n", argv[i]);

@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/nc_team.h" /* gather_cma */
+#include "core/nc_team.h" /* gather_cma, gather_fwd, gather_via */
 #include "numacoll_mpi.h"
 
 #define CANARY (-7)
@@ -420,6 +420,17 @@ int main(int argc, char **argv)
             fprintf(stderr, "rank %d: NUMACOLL_TRANSPORT=cma, but %s\n", g_rank,
                     !tw ? "no team on MPI_COMM_WORLD" : !tw->cma ? "the team may not use CMA"
                                                              : "no block went by CMA");
+            failures++;
+        }
+        /* NUMACOLL_TEST_DOMAINS=v (member k on virtual node k % v) with
+         * NUMACOLL_ALLGATHER_NUMA_MIN=0: a rank whose node has another rank
+         * carried blocks into it or read them from their carrier */
+        const char *dv = getenv("NUMACOLL_TEST_DOMAINS"), *nm = getenv("NUMACOLL_ALLGATHER_NUMA_MIN");
+        const int v = dv ? atoi(dv) : 0;
+        if (v > 1 && v < p && g_rank % v + v < p && nm && !strcmp(nm, "0") && check == 1 &&
+            (!tw || !(tw->gather_fwd + tw->gather_via))) {
+            fprintf(stderr, "rank %d: NUMACOLL_TEST_DOMAINS=%d, but %s\n", g_rank, v,
+                    !tw ? "no team on MPI_COMM_WORLD" : "no allgather went two-level");
             failures++;
         }
         MPI_Comm_free(&dup);

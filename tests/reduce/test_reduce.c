@@ -480,7 +480,7 @@ static void combine(int t, int op, void *acc, const void *x)
 }
 
 /* The two-level order (include/numacoll.h): member k's domain is named by its
- * lowest member: k % v under NUMACOLL_TEST_REDUCE_DOMAINS=v, else the team's
+ * lowest member: k % v under NUMACOLL_TEST_DOMAINS=v, else the team's
  * NUMA leaders (numacoll_team_leaders, set by team_up); before a team, and
  * with NUMACOLL_REDUCE_NUMA=0, every member is its own domain (rank order). */
 static int g_leaders[MAXP], g_have_leaders;
@@ -489,7 +489,7 @@ static int g_lead[MAXP], g_lead_set; /* leader_of(), worked out once per process
 static int leader_of(int k)
 {
     if (!g_lead_set) {
-        const char *v = getenv("NUMACOLL_TEST_REDUCE_DOMAINS");
+        const char *v = getenv("NUMACOLL_TEST_DOMAINS");
         char numa[16] = "1";
         numacoll_param_get("NUMACOLL_REDUCE_NUMA", numa, sizeof numa, NULL);
         for (int j = 0; j < MAXP; j++)

@@ -353,10 +353,10 @@ void nc_info_print_coll_plans(FILE *out, int p, const int *leaders)
 {
     char numa[16] = "1", order[512];
     numacoll_param_get("NUMACOLL_REDUCE_NUMA", numa, sizeof numa, NULL);
-    nc_red_plan_t pl;
-    if (nc_red_plan_make(&pl, p, leaders, strcmp(numa, "0") != 0))
+    nc_numa_plan_t pl;
+    if (nc_numa_plan_make(&pl, p, leaders, strcmp(numa, "0") != 0))
         return;
-    nc_red_plan_order(&pl, order, sizeof order);
+    nc_numa_plan_order(&pl, order, sizeof order);
     if (pl.two)
         fprintf(out, "reductions: two-level order %s: each NUMA group's members, then the groups "
                      "(NUMACOLL_REDUCE_NUMA=1)\n",
@@ -366,16 +366,54 @@ void nc_info_print_coll_plans(FILE *out, int p, const int *leaders)
                 !strcmp(numa, "0") ? "NUMACOLL_REDUCE_NUMA=0"
                 : pl.D == 1        ? "one NUMA group"
                                    : "one member per NUMA group");
-    nc_red_plan_free(&pl);
+    nc_numa_plan_free(&pl);
     /* the gather family (coll/nc_gather.c) */
-    char f[32] = "?", s[32] = "?", in[32] = "?";
+    char f[32] = "?", s[32] = "?", in[32] = "?", ag[16] = "1", agmin[32] = "?";
     numacoll_param_get("NUMACOLL_GATHER_FRAG_SIZE", f, sizeof f, NULL);
     numacoll_param_get("NUMACOLL_GATHER_SLOTS", s, sizeof s, NULL);
     numacoll_param_get("NUMACOLL_GATHER_INLINE_MAX", in, sizeof in, NULL);
+    numacoll_param_get("NUMACOLL_ALLGATHER_NUMA", ag, sizeof ag, NULL);
+    numacoll_param_get("NUMACOLL_ALLGATHER_NUMA_MIN", agmin, sizeof agmin, NULL);
     fprintf(out, "gather family (gather, scatter, allgather, alltoall and v-forms): every block "
                  "written once into its sender's slots and read once by each receiver; blocks "
                  "up to %s bytes inline, larger ones in fragments of min(%s, block / %s) bytes "
-                 "through %s slots; one level (no NUMA grouping); across nodes: gather(v), "
-                 "scatter(v) and allgather(v) hierarchical, alltoall(v) the MPI library\n",
+                 "through %s slots; across nodes all eight hierarchical\n",
             in, f, s, s);
+    if (nc_numa_plan_make(&pl, p, leaders, 1))
+        return;
+    if (!pl.two || !strcmp(ag, "0")) {
+        fprintf(out, "allgather(v): one level (%s)\n",
+                !strcmp(ag, "0") ? "NUMACOLL_ALLGATHER_NUMA=0"
+                : pl.D == 1      ? "one NUMA group"
+                                 : "one member per NUMA group");
+        nc_numa_plan_free(&pl);
+        return;
+    }
+    fprintf(out, "allgather(v): blocks from %s bytes (and above the inline size) two-level "
+                 "(NUMACOLL_ALLGATHER_NUMA=1): each enters every other NUMA group once; \"k by "
+                 "c\": member c reads block k and forwards it to its group's other members\n",
+            agmin);
+    for (int d = 0; d < pl.D; d++) {
+        const int n = pl.dfirst[d + 1] - pl.dfirst[d];
+        if (d == 8) {
+            fprintf(out, "  (and %d more groups)\n", pl.D - d);
+            break;
+        }
+        size_t at = 0;
+        order[0] = 0;
+        for (int k = 0; k < p && n > 1 && at + 32 < sizeof order; k++) {
+            if (pl.dom[k] == d)
+                continue;
+            int w = snprintf(order + at, sizeof order - at, "%s%d by %d", at ? ", " : "", k,
+                             pl.work[d * p + k]);
+            at += w > 0 ? (size_t)w : 0;
+        }
+        if (n > 1)
+            fprintf(out, "  into group %d (members from %d): %s%s\n", d, pl.dmem[pl.dfirst[d]],
+                    order, at + 32 >= sizeof order ? ", ..." : "");
+        else
+            fprintf(out, "  into group %d (member %d alone): it reads every block itself\n", d,
+                    pl.dmem[pl.dfirst[d]]);
+    }
+    nc_numa_plan_free(&pl);
 }
