@@ -2,7 +2,9 @@
  * Gather, Scatter, Allgather, Alltoall and their v-forms: one exchange
  * engine. Every block a member sends is written once, by its sender, into
  * the sender's own NUMA-local memory, and read once by each member that
- * needs it, straight into its receive buffer (copy-in/copy-out). A block of
+ * needs it, straight into its receive buffer (copy-in/copy-out; an
+ * allgather's large blocks on several NUMA nodes are read once per node
+ * and forwarded inside it, A1-A3). A block of
  * up to I bytes travels inside the line that announces it; a larger one goes
  * through the sender's ring of S fragment slots of F bytes, so writers and
  * readers overlap and the memory stays bounded whatever the message.
@@ -47,7 +49,8 @@
  * and the streams it reads: from the root (scatter), from every member
  * (root of a gather, allgather, alltoall) in the order i-1, i-2, ... so that
  * at the start member i reads from the member that writes to it first, and
- * no two readers start on the same sender. A member's own block is copied
+ * no two readers start on the same sender (a forwarded block is read from
+ * its carrier instead, A3). A member's own block is copied
  * within its buffers (not at all in place).
  * The fragments of all of a member's streams are numbered by one position
  * counter of its own, continuing from call to call; a stream of n > I bytes
@@ -89,23 +92,31 @@
  * crosses into another node once per member there; with it, once per node:
  *   A1. a sender whose block goes through its slots (more than I bytes, not
  *       by CMA) and has at least NUMACOLL_ALLGATHER_NUMA_MIN bytes, with
- *       NUMACOLL_ALLGATHER_NUMA=1, sends it two-level: in step 2 the entry
- *       for each member d of another node n is flagged XG_CARRY when d =
- *       work[n*p + me] (n has other members), XG_VIA when it is another
- *       member of n, nothing when d is alone on n; the block's fragments
- *       are read by the members of its own node and one member per other
- *       node. The sender decides, readers follow their entry's flag, so
- *       members that disagree on sizes still agree on who reads what.
- *   A2. the carrier, on taking an XG_CARRY entry (3r), opens a forward: when
- *       it receives the block whole (same collective, same size), the next
- *       frags(bytes) positions of its own ring, read by the other members of
- *       its node, written (3w, in position order after everything it posted
- *       before) from its receive buffer fragment by fragment once it has
- *       copied that fragment in; then its forward line for block k in box
- *       c % E: start, rc = 0, seq = c (release). Otherwise rc = why not
- *       (NUMACOLL_ERR_TRUNCATE, _MISMATCH) and no positions.
- *       The line is rewritten E calls later, after step 1 of that call saw
- *       every member's out >= c: its readers are done with it.
+ *       sends it two-level into each other node n where into[n]
+ *       (NUMACOLL_ALLGATHER_NUMA: on, or auto and n's m members gain by it,
+ *       nc_numa_plan_carry()): in step 2 the entry for each member d of n is
+ *       flagged XG_CARRY when d = work[n*p + me], XG_VIA otherwise (nothing
+ *       for the nodes without into[n]); the block's fragments are read by
+ *       the members of its own node, one member of each such n, and every
+ *       member of the other nodes. The sender decides, readers follow their
+ *       entry's flag, so members that disagree on sizes still agree on who
+ *       reads what.
+ *   A2. the carrier, on taking an XG_CARRY entry (3r), opens a forward: the
+ *       next frags(bytes) positions of its own ring, read by the other
+ *       members of its node, written (3w, in position order after everything
+ *       it posted before) from where it receives the block, fragment by
+ *       fragment once it has copied that fragment in: its receive buffer, or
+ *       when it expects fewer bytes than the sender's, scratch memory that
+ *       takes the whole block (it keeps what fits at the end of the call and
+ *       returns NUMACOLL_ERR_TRUNCATE, as with one level); then its forward
+ *       line for block k in box c % E: start, rc = 0, seq = c (release).
+ *       When it cannot (the entry is of another collective, or no scratch
+ *       memory): rc = NUMACOLL_ERR_MISMATCH / _NOMEM and no positions.
+ *       The line is rewritten E calls later, and its readers are done with
+ *       it by then: they set out >= c (step 4) before the sender's step 1
+ *       of call c + E lets it post the entry that the carrier takes before
+ *       it rewrites the line (the carrier's own step 1 does the same when it
+ *       sends).
  *   A3. a member whose entry is flagged XG_VIA takes the block's size from
  *       the entry (and compares it with what it expects, as in 3r), then
  *       waits for the carrier's forward line for block k (seq == c,
@@ -217,7 +228,7 @@ enum { XG_GATHER = 1, XG_SCATTER, XG_ALLGATHER, XG_ALLTOALL };
 typedef struct xg_ent {
     _Atomic uint64_t seq; /* the call (64-bit count) whose entry this is, published last */
     uint32_t code;        /* kind | (root + 1) << 4, published by seq */
-    uint32_t flags;       /* XG_CMA */
+    uint32_t flags;       /* XG_CMA, XG_VIA, XG_CARRY */
     uint64_t start;       /* first position of the stream (no positions when inline);
                              CMA: the block's address in the sender */
     uint64_t bytes;       /* the stream's bytes */
@@ -268,6 +279,9 @@ typedef struct xg_rd {
     uint64_t x, end; /* next position, one past the last */
     size_t off, bytes;
     xg_blk_t to;     /* where it goes (to.n: what fits) */
+    char *tmp;       /* a carrier that expects fewer bytes: the whole block, in to
+                        (malloc), of which the first user.n bytes go to user at the end */
+    xg_blk_t user;
 } xg_rd_t;
 
 /* A stream this member writes (2, 3w). */
@@ -296,7 +310,10 @@ typedef struct xg_state {
     xg_rd_t *rd;         /* scratch, p entries */
     xg_wr_t *wr;         /* scratch, p entries */
     nc_numa_plan_t pl;   /* the NUMA groups (two-level allgather, A1-A3) */
-    int two;             /* allgather blocks from numa_min go two-level (A1) */
+    char *into;          /* into[d]: my allgather blocks from numa_min enter domain d
+                            two-level (A1) */
+    int two;             /* into[d] for some other domain d than mine */
+    int readers2;        /* readers of such a block's fragments */
     size_t numa_min;
 } xg_state_t;
 
@@ -399,6 +416,7 @@ void nc_gather_fini(struct numacoll_team *t)
     free(st->rd);
     free(st->wr);
     nc_numa_plan_free(&st->pl);
+    free(st->into);
     free(st);
     t->gather_state = NULL;
 }
@@ -434,7 +452,19 @@ int nc_gather_init(struct numacoll_team *t)
     int rc = nc_coll_numa_plan(t, &st->pl, 1);
     if (rc)
         return rc;
-    st->two = st->pl.two && NC_CFG_NUM(&t->cfg, ALLGATHER_NUMA);
+    const nc_numa_plan_t *pl = &st->pl;
+    const int mine = pl->dom[t->rank];
+    if (!(st->into = calloc((size_t)pl->D, 1)))
+        return NUMACOLL_ERR_NOMEM;
+    st->readers2 = pl->dfirst[mine + 1] - pl->dfirst[mine] - 1;
+    for (int d = 0; d < pl->D; d++) {
+        if (d == mine)
+            continue;
+        st->into[d] = (char)nc_numa_plan_carry(pl, d, (int)NC_CFG_NUM(&t->cfg, ALLGATHER_NUMA),
+                                               t->numa_ratio);
+        st->two |= st->into[d];
+        st->readers2 += st->into[d] ? 1 : pl->dfirst[d + 1] - pl->dfirst[d];
+    }
     st->numa_min = (size_t)NC_CFG_NUM(&t->cfg, ALLGATHER_NUMA_MIN);
     /* What this member owns, in its own block: "call seq0 - 1 is over", no
      * fragment anywhere, no entry of any call to come. Exchange #2 of the
@@ -698,10 +728,21 @@ static int read_step(numacoll_team_t *t, xg_state_t *st, xg_rd_t *r, uint64_t c,
             r->src = st->pl.work[st->pl.dom[t->rank] * p + r->blk];
             r->state = 4;
         } else {
-            if ((e->flags & XG_CARRY) && st->pl.work)
-                fwd_open(t, st, r, c,
-                         bad ? NUMACOLL_ERR_MISMATCH
-                         : r->to.n != r->bytes ? NUMACOLL_ERR_TRUNCATE : 0, nw);
+            if ((e->flags & XG_CARRY) && st->pl.work) {
+                /* A2: a carrier that expects fewer bytes still forwards the
+                 * whole block, so its node receives what it would from the
+                 * sender; it keeps what fits (xg_run()) */
+                int frc = bad ? NUMACOLL_ERR_MISMATCH : 0;
+                if (!bad && r->to.n < r->bytes) {
+                    if ((r->tmp = malloc(r->bytes))) {
+                        r->user = r->to;
+                        r->to = (xg_blk_t){r->tmp, r->bytes};
+                    } else {
+                        frc = NUMACOLL_ERR_NOMEM;
+                    }
+                }
+                fwd_open(t, st, r, c, frc, nw);
+            }
             r->state = 1;
         }
         return 1;
@@ -754,6 +795,10 @@ static int xg_fail(numacoll_team_t *t, xg_state_t *st, uint32_t c, uint64_t c64,
 {
     const int me = t->rank, p = t->p;
     int posted = 0;
+    for (int i = 0; i < nr; i++) { /* A2's scratch: nothing reads it */
+        free(st->rd[i].tmp);
+        st->rd[i].tmp = NULL;
+    }
     for (int i = 0; i < nw; i++) {
         xg_wr_t *w = &st->wr[i];
         if (w->cma == 1 && w->share) { /* D1 */
@@ -852,8 +897,7 @@ static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
             const int two = w->dst < 0 && st->two && !w->cma && w->from.n > st->I &&
                             w->from.n >= st->numa_min;
             if (two)
-                w->readers = pl->dfirst[pl->dom[me] + 1] - pl->dfirst[pl->dom[me]] - 1 +
-                             pl->D - 1;
+                w->readers = st->readers2;
             if (w->cma) {
                 w->end = w->start;
                 st->cneed += w->dst >= 0 ? 1u : (uint64_t)(p - 1);
@@ -869,11 +913,10 @@ static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
             for (int d = 0; d < p; d++) {
                 if (d == me)
                     continue;
-                const int dd = pl->dom[d], carrier = two ? pl->work[dd * p + me] : d;
-                const uint32_t fl = !two || dd == pl->dom[me] ? 0
-                                    : carrier != d            ? XG_VIA
-                                    : pl->dfirst[dd + 1] - pl->dfirst[dd] > 1 ? XG_CARRY
-                                                                            : 0;
+                const int dd = pl->dom[d];
+                const uint32_t fl = !two || dd == pl->dom[me] || !st->into[dd] ? 0
+                                    : pl->work[dd * p + me] == d ? XG_CARRY
+                                                                 : XG_VIA;
                 post_entry(st, p, me, c64, code, d, w, fl);
             }
         }
@@ -962,6 +1005,13 @@ static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
         if ((rc = nc_backoff(&b)) < 0)
             return xg_fail(t, st, c, c64, nw, nr, rc);
     }
+    /* A2: what fits of the blocks carried through scratch (forwarded whole by now) */
+    for (int i = 0; i < nr; i++)
+        if (st->rd[i].tmp) {
+            memcpy(st->rd[i].user.p, st->rd[i].tmp, st->rd[i].user.n);
+            free(st->rd[i].tmp);
+            st->rd[i].tmp = NULL;
+        }
 
     /* 4. release: my reads of every entry and slot of call c happen before
      * their senders reuse them; pairs with the acquire in wait_boxes_free(). */

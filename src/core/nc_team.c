@@ -521,6 +521,7 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     pthread_once(&topo_once, topo_load);
     t->cache_shared =
         cpus ? nc_topo_cache_shared(topo, p, (const uint64_t(*)[NC_TOPO_CPUSET_WORDS])cpus) : -1;
+    t->numa_ratio = topo ? nc_topo_numa_ratio(topo->topo, p, t->numa) : 0;
     if (t->ncpus <= 0)
         t->ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
     free(cpus);

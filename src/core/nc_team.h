@@ -67,6 +67,8 @@ struct numacoll_team {
     size_t reduce_cma_min[2]; /* reductions from this size use CMA (coll/nc_reduce.c):
                                  [0] reduce, [1] allreduce */
     int cache_shared;      /* every member's CPUs under one cache (hwloc): 1, 0, -1 unknown */
+    double numa_ratio;     /* remote / local NUMA distance between the members' nodes
+                              (nc_topo_numa_ratio, this member's view), 0 unknown */
     uint64_t reduce_cma;   /* reductions this member took part in by CMA */
     char cma_why[320];
     void *cma_bounce;

@@ -139,3 +139,34 @@ int nc_topo_cache_shared(const nc_topo_t *t, int p, const uint64_t (*words)[NC_T
     hwloc_bitmap_free(u);
     return rc;
 }
+
+double nc_topo_numa_ratio(hwloc_topology_t topo, int p, const int *numa)
+{
+    if (!topo || !numa)
+        return 0;
+    unsigned nr = 1;
+    struct hwloc_distances_s *dist = NULL;
+    if (hwloc_distances_get_by_type(topo, HWLOC_OBJ_NUMANODE, &nr, &dist,
+                                    HWLOC_DISTANCES_KIND_MEANS_LATENCY, 0) ||
+        nr < 1 || !dist)
+        return 0;
+    const unsigned n = dist->nbobjs;
+    double sum = 0;
+    int pairs = 0;
+    for (unsigned a = 0; a < n; a++)
+        for (unsigned b = 0; b < n; b++) {
+            const int oa = (int)dist->objs[a]->os_index, ob = (int)dist->objs[b]->os_index;
+            int ina = 0, inb = 0;
+            for (int i = 0; i < p; i++) {
+                ina |= numa[i] == oa;
+                inb |= numa[i] == ob;
+            }
+            const hwloc_uint64_t self = dist->values[a * n + a];
+            if (a == b || !ina || !inb || !self)
+                continue;
+            sum += (double)dist->values[a * n + b] / (double)self;
+            pairs++;
+        }
+    hwloc_distances_release(topo, dist);
+    return pairs ? sum / pairs : 0;
+}

@@ -38,5 +38,11 @@ int nc_topo_union_weight(int p, const uint64_t (*words)[NC_TOPO_CPUSET_WORDS]);
 /* Do the CPUs of all p members share one cache (an hwloc cache object covers
  * the union of their cpusets)? 1 yes, 0 no, -1 unknown (no topology, no CPUs). */
 int nc_topo_cache_shared(const nc_topo_t *t, int p, const uint64_t (*words)[NC_TOPO_CPUSET_WORDS]);
+/* How much farther another NUMA node is than one's own, between the nodes of
+ * the p members (numa[i]: OS index, -1 unknown): the mean over ordered pairs
+ * of distinct nodes a, b of d(a, b) / d(a, a), hwloc's latency distances (the
+ * firmware's SLIT on Linux: typically 10 local, 20-32 remote). 0 when unknown
+ * (no distances, fewer than two nodes). */
+double nc_topo_numa_ratio(hwloc_topology_t topo, int p, const int *numa);
 
 #endif

@@ -11,8 +11,12 @@
  *                                every root, in place and not, v-forms with zero and uneven
  *                                counts in reversed order with gaps; p = 1..8
  *   test_gather big              8 MiB blocks at p = 4 (alltoall: 32 MiB per member), p = 2
- *   test_gather mismatch         one member passes other sizes: NUMACOLL_ERR_TRUNCATE where a
- *                                block differs, no hang, the team works afterwards; p = 2 3 4
+ *   test_gather mismatch         one member passes other sizes (one byte more or less):
+ *                                NUMACOLL_ERR_TRUNCATE where a block differs, every other
+ *                                block right; in the v-forms also a member whose receive
+ *                                sizes alone differ (two-level: the others must receive
+ *                                right the blocks it carries), no hang, the team works
+ *                                afterwards; p = 2 3 4
  *   test_gather interleave [SEED] seeded random gather family / bcast / barrier / allreduce
  *                                on one team, 0..256 KiB blocks; p = 2 3 4 8
  *   test_gather wrap             interleave with every counter starting near UINT32_MAX
@@ -25,11 +29,11 @@
  * Arguments NAME=VALUE set tunables first (numacoll_param_set); expect_cma=1
  * checks that every call of a non-v form with blocks above the inline size
  * moved them by CMA (NUMACOLL_TRANSPORT=cma), expect_cma=0 that none did.
- * expect_numa=1 (with NUMACOLL_TEST_DOMAINS=v, the members spread over v
+ * expect_numa=M (with NUMACOLL_TEST_DOMAINS=v, the members spread over v
  * virtual NUMA nodes, and NUMACOLL_ALLGATHER_NUMA_MIN=0) checks that every
- * allgather(v) call with fragments went two-level: each member whose node has
- * another member carried a block of another node into it or read one from its
- * carrier; expect_numa=0 that no call did.
+ * allgather(v) call with fragments went two-level into each node of at least
+ * M members: each member there carried a block of another node into it or
+ * read one from its carrier; expect_numa=0 that no call did.
  */
 #include <signal.h>
 #include <stdint.h>
@@ -56,14 +60,15 @@ static const int rooted[NCOLL] = {1, 1, 1, 1, 0, 0, 0, 0};
 
 static size_t g_I = 224, g_F = 65536;
 static int g_expect_cma = -1; /* expect_cma=0|1, -1: not checked */
-static int g_expect_numa = -1; /* expect_numa=0|1, -1: not checked; the virtual nodes ... */
+static int g_expect_numa = -1; /* expect_numa=0|M, -1: not checked; the virtual nodes ... */
 static int g_numa_v;          /* ... NUMACOLL_TEST_DOMAINS=v: member k on node k % v */
 
-/* Does member me share its node with another member, in a team that the
- * nodes split (1 < v < p)? */
+/* Is member me on a node of at least g_expect_numa members, in a team that
+ * the nodes split (1 < v < p)? */
 static int numa_two(int me, int p)
 {
-    return g_numa_v > 1 && g_numa_v < p && me % g_numa_v + g_numa_v < p;
+    const int v = g_numa_v, m = v > 0 ? (p - 1 - me % v) / v + 1 : 0;
+    return v > 1 && v < p && m >= g_expect_numa;
 }
 
 static inline unsigned char val(uint64_t call, int s, int d, size_t i)
@@ -180,7 +185,9 @@ typedef struct call {
     int coll, root, inplace;
     size_t n;
     uint64_t id;
-    int bad_rank; /* >= 0: this member passes n + 1 (mismatch test) */
+    int bad_rank; /* >= 0: this member passes n + 1, or n - 1 in every other call (mismatch
+                     test) ... */
+    int bad_recv; /* ... only on the receive side (v-forms): it sends the right size */
 } call_t;
 
 /* One call on every member, checked; returns 0 when every check holds and the
@@ -193,15 +200,16 @@ static int run_call(numacoll_team_t *tm, int me, int p, const call_t *c, bufs_t 
         coll == SCATTER || coll == SCATTERV || coll == ALLTOALL || coll == ALLTOALLV;
     const int is_root = me == root || !rooted[coll];
     size_t scnt[MAXP] = {0}, rcnt[MAXP] = {0};
-    size_t my_n = me == c->bad_rank ? n + 1 : n; /* what this member passes */
+    const size_t bad_n = (c->id >> 1 & 1) && n ? n - 1 : n + 1;
+    size_t my_n = me == c->bad_rank ? bad_n : n; /* what this member passes */
     for (int k = 0; k < p; k++) {
-        scnt[k] = blk_bytes(coll, c->id, me, k, my_n);
+        scnt[k] = blk_bytes(coll, c->id, me, k, c->bad_recv ? n : my_n);
         rcnt[k] = blk_bytes(coll, c->id, k, me, my_n);
     }
     /* real sizes sent to me by k (what k passes) */
     size_t got[MAXP];
     for (int k = 0; k < p; k++)
-        got[k] = blk_bytes(coll, c->id, k, me, k == c->bad_rank ? n + 1 : n);
+        got[k] = blk_bytes(coll, c->id, k, me, k == c->bad_rank && !c->bad_recv ? bad_n : n);
     lay_t sl, rl;
     layout(&sl, v, p, scnt, my_n);
     layout(&rl, v, p, rcnt, my_n);
@@ -260,6 +268,13 @@ static int run_call(numacoll_team_t *tm, int me, int p, const call_t *c, bufs_t 
             if (receives && got[k] != mine)
                 want = NUMACOLL_ERR_TRUNCATE;
         }
+        /* its own block, copied within its buffers: sent and expected sizes */
+        if (me == c->bad_rank && c->bad_recv && is_root) {
+            const size_t own_s = coll == ALLTOALLV || coll == SCATTERV ? scnt[me] : one;
+            const size_t own_r = coll == SCATTERV ? rcnt[root] : rl.cnt[me];
+            if (own_s != own_r)
+                want = NUMACOLL_ERR_TRUNCATE;
+        }
     }
     CHECK(rc == want, "p=%d rank %d %s n=%zu root %d in place %d: returned %d (%s), want %d", p,
           me, names[coll], n, root, ip, rc, numacoll_strerror(rc), want);
@@ -270,10 +285,11 @@ static int run_call(numacoll_team_t *tm, int me, int p, const call_t *c, bufs_t 
     if (g_expect_cma == 1 && !v && p > 1 && n > g_I && c->bad_rank < 0)
         CHECK(tm->gather_cma > cma0, "%s p=%d rank %d n=%zu: not moved by CMA", names[coll], p, me,
               n);
-    if (g_expect_numa == 0)
-        CHECK(tm->gather_fwd + tm->gather_via == numa0, "%s p=%d rank %d n=%zu: two-level",
-              names[coll], p, me, n);
-    if (g_expect_numa == 1 && (coll == ALLGATHER || coll == ALLGATHERV) && numa_two(me, p) &&
+    if (g_expect_numa == 0 || (g_expect_numa > 0 && !numa_two(me, p)))
+        CHECK(tm->gather_fwd + tm->gather_via == numa0,
+              "%s p=%d rank %d n=%zu: two-level into a node of fewer than %d members",
+              names[coll], p, me, n, g_expect_numa);
+    if (g_expect_numa > 0 && (coll == ALLGATHER || coll == ALLGATHERV) && numa_two(me, p) &&
         c->bad_rank < 0) {
         int frag = 0; /* a block of another node with fragments */
         for (int k = 0; k < p; k++)
@@ -349,7 +365,7 @@ static int body_all(int rank, int p, const char *name, void *arg)
         for (int coll = 0; coll < NCOLL; coll++)
             for (int root = 0; root < (rooted[coll] ? p : 1); root++)
                 for (int inpl = 0; inpl <= 1; inpl++) {
-                    call_t c = {coll, rooted[coll] ? root : -1, inpl, sizes[si], ++id, -1};
+                    call_t c = {coll, rooted[coll] ? root : -1, inpl, sizes[si], ++id, -1, 0};
                     if (run_call(tm, rank, p, &c, &b))
                         return 1;
                 }
@@ -384,7 +400,7 @@ static int body_big(int rank, int p, const char *name, void *arg)
     static const int colls[] = {GATHER, SCATTERV, ALLGATHER, ALLTOALL, ALLTOALLV};
     uint64_t id = 1000;
     for (size_t i = 0; i < ARRAY_SIZE(colls); i++) {
-        call_t c = {colls[i], rooted[colls[i]] ? (int)(i % (size_t)p) : -1, 0, n, ++id, -1};
+        call_t c = {colls[i], rooted[colls[i]] ? (int)(i % (size_t)p) : -1, 0, n, ++id, -1, 0};
         if (run_call(tm, rank, p, &c, &b))
             return 1;
     }
@@ -408,11 +424,16 @@ static int body_mismatch(int rank, int p, const char *name, void *arg)
         for (int coll = 0; coll < NCOLL; coll++)
             for (int bad = 0; bad < p; bad += p - 1 > 0 ? p - 1 : 1) {
                 call_t c = {coll, rooted[coll] ? (int)(id % (uint64_t)p) : -1, 0, sizes[si],
-                            ++id, bad};
+                            ++id, bad, 0};
                 if (run_call(tm, rank, p, &c, &b))
                     return 1;
+                /* v-forms: only its receive sizes differ; the others' calls
+                 * must be right whoever carries their blocks */
+                call_t r = {coll, c.root, 0, sizes[si], ++id, bad, 1};
+                if ((coll & 1) && run_call(tm, rank, p, &r, &b))
+                    return 1;
                 /* and the team still works */
-                call_t ok = {coll, c.root, 0, sizes[si], ++id, -1};
+                call_t ok = {coll, c.root, 0, sizes[si], ++id, -1, 0};
                 if (run_call(tm, rank, p, &ok, &b))
                     return 1;
             }
@@ -451,7 +472,7 @@ static int body_interleave(int rank, int p, const char *name, void *arg)
         const size_t n = r >> 8 & 1 ? (size_t)(r >> 16) % 300 : (size_t)(r >> 16) % maxn;
         if (what < NCOLL) {
             call_t c = {what, rooted[what] ? (int)((r >> 40) % (uint64_t)p) : -1,
-                        (int)(r >> 50 & 1), n, (uint64_t)i + 1, -1};
+                        (int)(r >> 50 & 1), n, (uint64_t)i + 1, -1, 0};
             if (run_call(tm, rank, p, &c, &b))
                 return 1;
         } else if (what == 8) {

@@ -49,7 +49,9 @@ void nc_info_print_tune(FILE *out, int p);
 int nc_info_simulated_numa(const nc_info_machine_t *m, int p, int *numa, char (*cpus)[64]);
 /* What the collectives do for members grouped by leaders[]: the reductions' order
  * (one line) and the gather family's transport (one line). */
-void nc_info_print_coll_plans(FILE *out, int p, const int *leaders);
+/* The reductions' order and the allgather's two-level plan for p members
+ * with these NUMA leaders; ratio: remote / local NUMA distance, 0 unknown. */
+void nc_info_print_coll_plans(FILE *out, int p, const int *leaders, double ratio);
 
 /* One row of figure 1: a block, where it should be and where it is. */
 typedef struct nc_info_block {

@@ -317,7 +317,7 @@ int nc_info_layout_live(FILE *out, const nc_info_machine_t *m, int p)
     if (lead) {
         for (int i = 0; i < p; i++)
             lead[i] = sh->m[i].leader;
-        nc_info_print_coll_plans(out, p, lead);
+        nc_info_print_coll_plans(out, p, lead, nc_topo_numa_ratio(m->topo, p, numa));
         free(lead);
     }
     fprintf(out, "\n");
@@ -349,7 +349,7 @@ int nc_info_layout_live(FILE *out, const nc_info_machine_t *m, int p)
     return 0;
 }
 
-void nc_info_print_coll_plans(FILE *out, int p, const int *leaders)
+void nc_info_print_coll_plans(FILE *out, int p, const int *leaders, double ratio)
 {
     char numa[16] = "1", order[512];
     numacoll_param_get("NUMACOLL_REDUCE_NUMA", numa, sizeof numa, NULL);
@@ -368,52 +368,70 @@ void nc_info_print_coll_plans(FILE *out, int p, const int *leaders)
                                    : "one member per NUMA group");
     nc_numa_plan_free(&pl);
     /* the gather family (coll/nc_gather.c) */
-    char f[32] = "?", s[32] = "?", in[32] = "?", ag[16] = "1", agmin[32] = "?";
+    char f[32] = "?", s[32] = "?", in[32] = "?", ag[16] = "auto", agmin[32] = "?";
     numacoll_param_get("NUMACOLL_GATHER_FRAG_SIZE", f, sizeof f, NULL);
     numacoll_param_get("NUMACOLL_GATHER_SLOTS", s, sizeof s, NULL);
     numacoll_param_get("NUMACOLL_GATHER_INLINE_MAX", in, sizeof in, NULL);
     numacoll_param_get("NUMACOLL_ALLGATHER_NUMA", ag, sizeof ag, NULL);
     numacoll_param_get("NUMACOLL_ALLGATHER_NUMA_MIN", agmin, sizeof agmin, NULL);
     fprintf(out, "gather family (gather, scatter, allgather, alltoall and v-forms): every block "
-                 "written once into its sender's slots and read once by each receiver; blocks "
-                 "up to %s bytes inline, larger ones in fragments of min(%s, block / %s) bytes "
-                 "through %s slots; across nodes all eight hierarchical\n",
+                 "written once into its sender's slots and read once by each receiver (the "
+                 "allgather on several NUMA nodes: below); blocks up to %s bytes inline, larger "
+                 "ones in fragments of min(%s, block / %s) bytes through %s slots; across nodes "
+                 "all eight hierarchical\n",
             in, f, s, s);
     if (nc_numa_plan_make(&pl, p, leaders, 1))
         return;
-    if (!pl.two || !strcmp(ag, "0")) {
+    const int mode = !strcmp(ag, "on") ? NC_AG_NUMA_ON : !strcmp(ag, "off") ? NC_AG_NUMA_OFF
+                                                                             : NC_AG_NUMA_AUTO;
+    int any = 0;
+    for (int d = 0; d < pl.D; d++)
+        any |= nc_numa_plan_carry(&pl, d, mode, ratio);
+    char r[48];
+    if (ratio > 0)
+        snprintf(r, sizeof r, "%.2f (hwloc)", ratio);
+    else
+        snprintf(r, sizeof r, "unknown, taken as %.1f", NC_NUMA_RATIO_DEFAULT);
+    if (!any) {
         fprintf(out, "allgather(v): one level (%s)\n",
-                !strcmp(ag, "0") ? "NUMACOLL_ALLGATHER_NUMA=0"
-                : pl.D == 1      ? "one NUMA group"
-                                 : "one member per NUMA group");
+                mode == NC_AG_NUMA_OFF ? "NUMACOLL_ALLGATHER_NUMA=off"
+                : pl.D == 1            ? "one NUMA group"
+                : !pl.two              ? "one member per NUMA group"
+                                       : "NUMACOLL_ALLGATHER_NUMA=auto: no NUMA group of m "
+                                         "members gains, (m - 1)(r - 1) <= 1");
+        if (pl.two && mode == NC_AG_NUMA_AUTO)
+            fprintf(out, "  remote / local NUMA distance r = %s\n", r);
         nc_numa_plan_free(&pl);
         return;
     }
-    fprintf(out, "allgather(v): blocks from %s bytes (and above the inline size) two-level "
-                 "(NUMACOLL_ALLGATHER_NUMA=1): each enters every other NUMA group once; \"k by "
-                 "c\": member c reads block k and forwards it to its group's other members\n",
-            agmin);
+    fprintf(out, "allgather(v): blocks from %s bytes (and above the inline size) two-level into "
+                 "the NUMA groups below (NUMACOLL_ALLGATHER_NUMA=%s; auto: a group of m members "
+                 "when (m - 1)(r - 1) > 1, remote / local distance r = %s): each enters such a "
+                 "group once; \"k by c\": member c reads block k and forwards it to its group's "
+                 "other members\n",
+            agmin, ag, r);
     for (int d = 0; d < pl.D; d++) {
-        const int n = pl.dfirst[d + 1] - pl.dfirst[d];
         if (d == 8) {
             fprintf(out, "  (and %d more groups)\n", pl.D - d);
             break;
         }
         size_t at = 0;
         order[0] = 0;
-        for (int k = 0; k < p && n > 1 && at + 32 < sizeof order; k++) {
+        const int into = nc_numa_plan_carry(&pl, d, mode, ratio);
+        for (int k = 0; k < p && into && at + 32 < sizeof order; k++) {
             if (pl.dom[k] == d)
                 continue;
             int w = snprintf(order + at, sizeof order - at, "%s%d by %d", at ? ", " : "", k,
                              pl.work[d * p + k]);
             at += w > 0 ? (size_t)w : 0;
         }
-        if (n > 1)
+        if (into)
             fprintf(out, "  into group %d (members from %d): %s%s\n", d, pl.dmem[pl.dfirst[d]],
                     order, at + 32 >= sizeof order ? ", ..." : "");
         else
-            fprintf(out, "  into group %d (member %d alone): it reads every block itself\n", d,
-                    pl.dmem[pl.dfirst[d]]);
+            fprintf(out, "  into group %d (%d member%s from %d): each reads every block itself\n",
+                    d, pl.dfirst[d + 1] - pl.dfirst[d],
+                    pl.dfirst[d + 1] - pl.dfirst[d] == 1 ? "" : "s", pl.dmem[pl.dfirst[d]]);
     }
     nc_numa_plan_free(&pl);
 }

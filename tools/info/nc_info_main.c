@@ -106,7 +106,7 @@ static void print_simulated(FILE *out, const nc_info_machine_t *m, int p)
         fprintf(out, "  %6s %-12s %5s %6s\n", "member", "cpus", "numa", "leader");
         for (int i = 0; i < p; i++)
             fprintf(out, "  %6d %-12s %5d %6d\n", i, cpus[i], numa[i], lead[i]);
-        nc_info_print_coll_plans(out, p, lead);
+        nc_info_print_coll_plans(out, p, lead, nc_topo_numa_ratio(m->topo, p, numa));
         fprintf(out, "\n");
     }
     free(numa);
