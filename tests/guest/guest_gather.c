@@ -6,12 +6,15 @@
  *     (inline), 225, 4097, 65537 and 262147 bytes (v-forms: uneven, some
  *     zero, reversed with gaps); every byte of every receive buffer and the
  *     gaps between blocks checked;
- *   - two levels (run with NUMACOLL_ALLGATHER_NUMA=on: with auto, nodes of
- *     two members stay one level): a member whose node holds another member
- *     of the team (4 nodes x 2 CPUs, 2 x 2) must have carried allgather
- *     blocks into its node or read them from the member that carried them
+ *   - two levels: a member whose node is carried into must have carried
+ *     allgather blocks into it or read them from the member that carried them
  *     (65537 and 262147 bytes are above NUMACOLL_ALLGATHER_NUMA_MIN), so the
  *     check of the bytes above covers the forwarded path on real NUMA nodes;
+ *     and no other member may have. Carried into: a node of m >= 2 members
+ *     with NUMACOLL_ALLGATHER_NUMA=on, with auto (the default) when
+ *     (m - 1)(r - 1) > 1, r the mean of d(a, b) / d(a, a) over the team's
+ *     nodes from /sys (guest 4x2 boots with a SLIT of 21: two levels; 2x2
+ *     with the kernel's 20: one level);
  *   - placement: afterwards every member's gather area (numacoll_team_info:
  *     rank_off + rank * rank_bytes + gather_off) must be on the member's own
  *     node (move_pages), as the first touch put it.
@@ -165,17 +168,32 @@ static int body(int rank, int p, const char *name, void *arg)
     int mates = 0; /* other members on my node */
     for (int k = 0; k < p; k++)
         mates += k != rank && pl->node[k] == pl->node[rank];
+    double rsum = 0; /* r from /sys over the nodes of the team (all of them here) */
+    int rn = 0;
+    for (int i = 0; i < gt.nnodes; i++)
+        for (int j = 0; j < gt.nnodes; j++)
+            if (i != j && gt.dist[i][i] > 0) {
+                rsum += (double)gt.dist[i][j] / gt.dist[i][i];
+                rn++;
+            }
+    const double r = rn ? rsum / rn : 2.0;
     const char *agn = getenv("NUMACOLL_ALLGATHER_NUMA");
-    const int forced = agn && !strcmp(agn, "on");
-    if (forced && mates && gt.nnodes > 1 && team->gather_fwd + team->gather_via == 0) {
+    const int mode_on = agn && !strcmp(agn, "on"), mode_off = agn && !strcmp(agn, "off");
+    const int expect = gt.nnodes > 1 && mates && !mode_off && (mode_on || mates * (r - 1) > 1);
+    const uint64_t two = team->gather_fwd + team->gather_via;
+    if (expect != (two > 0)) {
         g_fail_msg(__FILE__, __LINE__,
-                   "member %d shares node %d with %d others, but no allgather block was "
-                   "carried into it (two-level)", rank, pl->node[rank], mates);
+                   "member %d shares node %d with %d others (r = %.2f, NUMACOLL_ALLGATHER_NUMA="
+                   "%s): expected %s, but it carried %llu allgather blocks into it and read "
+                   "%llu from their carriers", rank, pl->node[rank], mates, r,
+                   agn ? agn : "auto", expect ? "two levels" : "one level",
+                   (unsigned long long)team->gather_fwd, (unsigned long long)team->gather_via);
         bad++;
-    } else if (forced && mates && rank == 0) {
-        printf("  allgather two-level: member 0 carried %llu blocks into node %d and read %llu "
-               "from their carriers\n", (unsigned long long)team->gather_fwd, pl->node[0],
-               (unsigned long long)team->gather_via);
+    } else if (rank == 0) {
+        printf("  allgather %s (r = %.2f from /sys, %d other member(s) on node %d): member 0 "
+               "carried %llu blocks into its node and read %llu from their carriers\n",
+               expect ? "two levels" : "one level", r, mates, pl->node[0],
+               (unsigned long long)team->gather_fwd, (unsigned long long)team->gather_via);
     }
     const double secs = g_now() - t0;
     if (rank == 0)

@@ -131,6 +131,24 @@ int g_topo_read(g_topo_t *t)
                 t->max_cpu = cpus[c] + 1;
         }
     }
+    /* nodeN/distance: one value per online node, in the order of "online" */
+    for (int i = 0; i < t->nnodes; i++) {
+        char path[128];
+        snprintf(path, sizeof path, "/sys/devices/system/node/node%d/distance", t->node_id[i]);
+        if (read_line(path, buf, sizeof buf))
+            continue;
+        int vals[G_MAX_NODES], nv = 0;
+        for (char *s = buf, *end; nv < G_MAX_NODES; s = end) {
+            long v = strtol(s, &end, 10);
+            if (end == s)
+                break;
+            vals[nv++] = (int)v;
+        }
+        for (int j = 0; j < t->nnodes; j++)
+            for (int k = 0; k < n && k < nv; k++)
+                if (ids[k] == t->node_id[j])
+                    t->dist[i][j] = vals[k];
+    }
     return t->nnodes > 0 ? 0 : -1;
 }
 
@@ -143,6 +161,10 @@ void g_topo_print(const g_topo_t *t)
             printf("%s%d", c ? "," : "", t->cpus[i][c]);
         printf("}");
     }
+    printf("; distances:");
+    for (int i = 0; i < t->nnodes; i++)
+        for (int j = 0; j < t->nnodes; j++)
+            printf("%s%d", j ? " " : i ? " | " : " ", t->dist[i][j]);
     printf("\n");
 }
 

@@ -24,6 +24,8 @@ typedef struct g_topo {
     int cpus[G_MAX_NODES][64];
     int cpu_node[G_MAX_CPUS]; /* node OS index of a CPU, -1 if none */
     int max_cpu;              /* highest CPU number + 1 */
+    int dist[G_MAX_NODES][G_MAX_NODES]; /* /sys distance from the i-th to the j-th node,
+                                           0 unknown */
 } g_topo_t;
 
 int g_topo_read(g_topo_t *t);

@@ -15,6 +15,8 @@
 #                passes when it exits 0 and (PATTERN not "-") every `&`-separated
 #                grep -E pattern matches its output (@NODES@ = the node count).
 #                Its output is always shown.
+#   --slit D     the firmware's NUMA distance between any two nodes (qemu -numa dist;
+#                local 10); without it the kernel's default, 20.
 #   --timeout S  all boots together, each wrapped in timeout(1) (default 150);
 #                --test-timeout S per program inside the guest (default 90);
 #                --boot-deadline S: a boot that has not reached /init by then is
@@ -34,7 +36,7 @@ set -uo pipefail
 
 SKIP=77
 here=$(cd "$(dirname "$0")" && pwd)
-shape="" cache="" work="" timeout_s=150 test_timeout=90 mem="" boot_deadline=30
+shape="" cache="" work="" timeout_s=150 test_timeout=90 mem="" boot_deadline=30 slit=""
 names=() envs=() cmds=() modes=() pats=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -44,6 +46,7 @@ while [ $# -gt 0 ]; do
     --timeout) timeout_s=$2; shift 2 ;;
     --test-timeout) test_timeout=$2; shift 2 ;;
     --mem) mem=$2; shift 2 ;;
+    --slit) slit=$2; shift 2 ;;
     --boot-deadline) boot_deadline=$2; shift 2 ;;
     --test)
         [ $# -ge 4 ] || { echo "guest: --test needs NAME ENV COMMAND" >&2; exit 2; }
@@ -102,6 +105,15 @@ for ((n = 0; n < nodes; n++)); do
     numa+=(-object "memory-backend-ram,id=m$n,size=${per_node_mb}M"
            -numa "node,nodeid=$n,cpus=$cpus_arg,memdev=m$n")
 done
+if [ -n "$slit" ]; then
+    [[ "$slit" =~ ^[0-9]+$ ]] && [ "$slit" -gt 10 ] && [ "$slit" -le 255 ] ||
+        { echo "guest: --slit D, 10 < D <= 255, got '$slit'" >&2; exit 2; }
+    for ((a = 0; a < nodes; a++)); do
+        for ((b = 0; b < nodes; b++)); do
+            [ $a -ne $b ] && numa+=(-numa "dist,src=$a,dst=$b,val=$slit")
+        done
+    done
+fi
 # TCG: one host thread per vCPU (MTTCG) when the host has a core for each,
 # otherwise all vCPUs in one thread (thread=single). With more vCPUs than host
 # cores, MTTCG leaves waiting members spinning on host cores while the member
