@@ -104,8 +104,8 @@ int nc_coll_numa_plan(const struct numacoll_team *t, nc_numa_plan_t *pl, int num
 int nc_numa_plan_carry(const nc_numa_plan_t *pl, int d, int mode, double ratio)
 {
     const int m = pl->dfirst[d + 1] - pl->dfirst[d];
-    if (!pl->work || m < 2 || mode == NC_AG_NUMA_OFF)
+    if (!pl->work || m < 2 || mode == NC_NUMA_FWD_OFF)
         return 0;
     const double r = ratio > 0 ? ratio : NC_NUMA_RATIO_DEFAULT;
-    return mode == NC_AG_NUMA_ON || (double)(m - 1) * (r - 1.0) > 1.0;
+    return mode == NC_NUMA_FWD_ON || (double)(m - 1) * (r - 1.0) > 1.0;
 }

@@ -79,8 +79,8 @@ void nc_numa_plan_order(const nc_numa_plan_t *pl, char *buf, size_t len);
  * round-robin over v nodes. */
 int nc_coll_numa_plan(const struct numacoll_team *t, nc_numa_plan_t *pl, int numa_on);
 /* Does the allgather carry blocks into domain d two-level (coll/nc_gather.c
- * A1)? With mode NC_AG_NUMA_ON when d has two or more members; with
- * NC_AG_NUMA_AUTO when its m members gain by it: (m - 1)(r - 1) > 1, where r
+ * A1)? With mode NC_NUMA_FWD_ON when d has two or more members; with
+ * NC_NUMA_FWD_AUTO when its m members gain by it: (m - 1)(r - 1) > 1, where r
  * is the remote / local NUMA distance (nc_topo_numa_ratio, NC_NUMA_RATIO_DEFAULT
  * when 0: unknown). One copy more within d (the carrier's forward) against
  * m - 1 fewer copies across: (m - 1)(r - 1) > 1 with copies timed 1 locally,

@@ -93,7 +93,7 @@
  *   A1. a sender whose block goes through its slots (more than I bytes, not
  *       by CMA) and has at least NUMACOLL_ALLGATHER_NUMA_MIN bytes, with
  *       sends it two-level into each other node n where into[n]
- *       (NUMACOLL_ALLGATHER_NUMA: on, or auto and n's m members gain by it,
+ *       (NUMACOLL_NUMA_FORWARD: on, or auto and n's m members gain by it,
  *       nc_numa_plan_carry()): in step 2 the entry for each member d of n is
  *       flagged XG_CARRY when d = work[n*p + me], XG_VIA otherwise (nothing
  *       for the nodes without into[n]); the block's fragments are read by
@@ -460,7 +460,7 @@ int nc_gather_init(struct numacoll_team *t)
     for (int d = 0; d < pl->D; d++) {
         if (d == mine)
             continue;
-        st->into[d] = (char)nc_numa_plan_carry(pl, d, (int)NC_CFG_NUM(&t->cfg, ALLGATHER_NUMA),
+        st->into[d] = (char)nc_numa_plan_carry(pl, d, (int)NC_CFG_NUM(&t->cfg, NUMA_FORWARD),
                                                t->numa_ratio);
         st->two |= st->into[d];
         st->readers2 += st->into[d] ? 1 : pl->dfirst[d + 1] - pl->dfirst[d];

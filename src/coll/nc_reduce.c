@@ -5,7 +5,8 @@
  * round, all members at once) and gathered. On a node with several NUMA
  * nodes a large call reduces each slice over every NUMA node first (4a), then
  * over the nodes' partials (4b), so each slice crosses a node boundary once
- * per NUMA node instead of once per member.
+ * per NUMA node instead of once per member; an allreduce's result slices can
+ * enter each NUMA node once too (5f).
  *
  * Shared memory (declared in coll/nc_coll.h: S = NUMACOLL_REDUCE_SLOTS,
  * F = NUMACOLL_REDUCE_FRAG_SIZE; all of it in member i's block, on its node):
@@ -20,6 +21,9 @@
  *   128                              part: the last round whose  i / the slices' owners
  *                                    partials are in i's slot    (step 4b)
  *                                    (line 2, two-level)
+ *   192                              fwd: the last round whose   i / its domain's readers
+ *                                    forwarded slices are in     (step 5)
+ *                                    i's slot (line 3, 5f)
  *   page + k*stride, k < S           slot k: {seq, code, elem,   i / every member
  *                                    bytes, root} and the first
  *                                    32 data bytes on line 0,
@@ -79,17 +83,29 @@
  *       >= r (acquire); reduce slice i over the D partials, in domain order,
  *       into slice i of my slot (or the root's recvbuf, as in 4);
  *       then (4, 4b) done = r (release);
+ *   5f. two-level allreduce whose results are forwarded in my domain (fout:
+ *       nc_numa_plan_carry(), NUMACOLL_NUMA_FORWARD: on, or auto when my
+ *       domain's m members gain by it; the same on all of them, from the
+ *       agreed plan, configuration and NUMA distance): for every slice k of
+ *       another domain with work(my domain, k) == i: wait until done[k] >=
+ *       r (acquire; k has read my partial of slice k in 4b, so its place in
+ *       my slot is free), copy slice k from k's slot into recvbuf and into
+ *       slice k of my slot (streamed when t->shm_nt, then a fence); then
+ *       fwd = r (release);
  *   5.  readers: for each member k, wait until done[k] >= r (acquire), copy
- *       slice k from k's slot to recvbuf;
+ *       slice k from k's slot to recvbuf; with 5f, a slice k of another
+ *       domain instead from slice k of c = work(my domain, k)'s slot once
+ *       fwd[c] >= r (acquire), nothing when c is i (5f copied it);
  *   6.  out = r (release).
- * Nothing is ever reset: seq, done and out only move forward, compared with
- * wrap-safe differences. A member can be at most S - 1 rounds ahead of the
- * slowest (step 1), so seq == r cannot be overtaken before every member's
- * step 6 of round r, and done[k] >= r (part[k] >= r) always refers to round
- * r's slot use. Slot regions are never read and written in one round: a
- * worker's partial of slice k goes where it copied no contribution (step 2
- * skips the slices it reduces), the owner's result where the worker of its
- * own domain is itself.
+ * Nothing is ever reset: seq, done, part, fwd and out only move forward,
+ * compared with wrap-safe differences. A member can be at most S - 1 rounds
+ * ahead of the slowest (step 1), so seq == r cannot be overtaken before every
+ * member's step 6 of round r, and done[k] >= r (part[k], fwd[k] >= r) always
+ * refers to round r's slot use. Slot regions are never read and written at
+ * once in one round: a worker's partial of slice k goes where it copied no
+ * contribution (step 2 skips the slices it reduces), the owner's result
+ * where the worker of its own domain is itself, and a forwarded slice (5f)
+ * over the worker's partial only once the slice's owner has read it.
  *
  * Order (reproducible: the same bits whatever the timing; every reader of an
  * allreduce gets the same bits). Element e of the result is
@@ -146,7 +162,8 @@
  *       No wait when a member died without posting round r: then nobody
  *       passes X2.
  * Release/acquire pairs: seq (X1) / X2; done and derr (X4) / X5; out (X6,
- * X8) / X7, X8 and step 1. The order of the result is the documented one
+ * X8) / X7, X8 and step 1 (and through the slots: seq (2) / 3; part (4a) /
+ * 4b; done (4, 4b) / 5 and 5f; fwd (5f) / 5; out (6) / 1). The order of the result is the documented one
  * (the same folds over the same chunks), so a call gives the same bits by
  * CMA or through the slots.
  *
@@ -192,8 +209,10 @@ typedef struct red_ctl {
     _Atomic uint32_t done NC_ALIGNED(NC_CACHELINE); /* line 1 */
     _Atomic uint32_t derr; /* CMA: the last round whose slice failed (X4), published by done */
     _Atomic uint32_t part NC_ALIGNED(NC_CACHELINE); /* line 2 */
+    _Atomic uint32_t fwd NC_ALIGNED(NC_CACHELINE);  /* line 3 */
 } red_ctl_t;
-NC_STATIC_ASSERT(sizeof(red_ctl_t) == 3 * NC_CACHELINE, "out, done, part on lines of their own");
+NC_STATIC_ASSERT(sizeof(red_ctl_t) == 4 * NC_CACHELINE,
+                 "out, done, part, fwd on lines of their own");
 
 /* This member's view, resolved at team creation. */
 typedef struct red_state {
@@ -202,7 +221,10 @@ typedef struct red_state {
     uint32_t outs_low;  /* lowest out of the others, as last read (step 1) */
     uint64_t rounds;    /* rounds since the team was created, the same on every member */
     unsigned slot;      /* the current round's slot: rounds % S */
-    uint32_t done_pub, part_pub; /* the last done / part stored (stale-flag refresh) */
+    uint32_t done_pub, part_pub, fwd_pub; /* the last done / part / fwd stored (stale-flag
+                                             refresh) */
+    int fout;           /* 5f: my domain gets the allreduce's results forwarded; -1: not
+                           worked out yet (it needs the agreed NUMA distance) */
     red_ctl_t **ctl;    /* ctl[k]: member k's control lines */
     char **slots;       /* slots[k]: member k's slot 0 */
     const char **src;   /* p source pointers, scratch for the folds */
@@ -345,7 +367,9 @@ int nc_reduce_init(struct numacoll_team *t)
         atomic_store_explicit(&((red_slot_t *)(st->slots[t->rank] + (size_t)k * st->stride))->seq,
                               before, memory_order_relaxed);
     st->outs_low = before;
-    st->done_pub = st->part_pub = before;
+    atomic_store_explicit(&mine->fwd, before, memory_order_relaxed);
+    st->done_pub = st->part_pub = st->fwd_pub = before;
+    st->fout = -1;
     return 0;
 }
 
@@ -405,6 +429,32 @@ static int wait_done(numacoll_team_t *t, red_ctl_t *c, uint32_t r)
         if ((rc = nc_backoff(&b)) < 0)
             return rc;
     return 0;
+}
+
+/* Step 5: member c's forwarded slices of round r are in its slot (5f). */
+static int wait_fwd(numacoll_team_t *t, red_ctl_t *c, uint32_t r)
+{
+    nc_backoff_t b;
+    int rc;
+    nc_backoff_init(&b, &t->wait);
+    /* acquire: pairs with the release of fwd in step 5f. */
+    while ((int32_t)(atomic_load_explicit(&c->fwd, memory_order_acquire) - r) < 0)
+        if ((rc = nc_backoff(&b)) < 0)
+            return rc;
+    return 0;
+}
+
+/* Does my domain take an allreduce's results two-level (5f)? The same on
+ * every member of my domain: the plan, the configuration and the NUMA
+ * distance are agreed at team creation (the distance after the collectives'
+ * init, hence worked out at the first use). */
+static int fwd_out(const numacoll_team_t *t, red_state_t *st)
+{
+    if (st->fout < 0)
+        st->fout = st->work && nc_numa_plan_carry(&st->pl, st->mydom,
+                                                  (int)NC_CFG_NUM(&t->cfg, NUMA_FORWARD),
+                                                  t->numa_ratio);
+    return st->fout;
 }
 
 /* Step 4b: member w's partials of round r are reduced. */
@@ -907,10 +957,38 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
                 st->src[k] = k == me ? in + off + lo * es : data_of(slot_of(st, k)) + lo * es;
             combine(op, dst, st->src, p, hi - lo);
         }
-        /* release: my reduced slice before done; pairs with the acquire in
-         * wait_done() (step 5). */
+        /* release: my reduced slice before done, and my reads of the
+         * workers' partials (4b) before it; pairs with the acquire in
+         * wait_done() (step 5, and 5f: a worker overwrites its partial of my
+         * slice only after it). */
         atomic_store_explicit(&st->ctl[me]->done, r, memory_order_release);
         st->done_pub = r;
+        /* 5f. an allreduce forwarded in my domain: the slices of other
+         * domains I reduced over mine in 4a, into my buffer and my slot */
+        const int fout = two && root < 0 && fwd_out(t, st);
+        if (fout) {
+            for (int k = 0; k < p; k++) {
+                size_t klo, khi;
+                slice_of(m, es, p, k, &klo, &khi);
+                if (klo == khi || st->pl.dom[k] == st->mydom || st->work[st->mydom * p + k] != me)
+                    continue;
+                if ((rc2 = wait_done(t, st->ctl[k], r)))
+                    return nc_team_fail(t, rc2);
+                char *o = out + off + klo * es;
+                nc_copy(o, data_of(slot_of(st, k)) + klo * es, (khi - klo) * es);
+                if (t->shm_nt)
+                    nc_copy_nt(data_of(mine) + klo * es, o, (khi - klo) * es);
+                else
+                    nc_copy(data_of(mine) + klo * es, o, (khi - klo) * es);
+                t->reduce_fwd++;
+            }
+            if (t->shm_nt)
+                nc_copy_nt_fence();
+            /* release: the forwarded slices (streamed: after the fence)
+             * before fwd; pairs with the acquire in wait_fwd() (step 5). */
+            atomic_store_explicit(&st->ctl[me]->fwd, r, memory_order_release);
+            st->fwd_pub = r;
+        }
         /* 5. */
         if (reader)
             for (int k = 0; k < p; k++) {
@@ -918,9 +996,17 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
                 slice_of(m, es, p, k, &klo, &khi);
                 if (klo == khi || (k == me && direct))
                     continue;
-                if (k != me && (rc2 = wait_done(t, st->ctl[k], r)))
+                int from = k; /* 5f: from the member of my domain that forwards it */
+                if (fout && st->pl.dom[k] != st->mydom) {
+                    if ((from = st->work[st->mydom * p + k]) == me)
+                        continue;
+                    if ((rc2 = wait_fwd(t, st->ctl[from], r)))
+                        return nc_team_fail(t, rc2);
+                    t->reduce_fwd++;
+                } else if (k != me && (rc2 = wait_done(t, st->ctl[k], r))) {
                     return nc_team_fail(t, rc2);
-                nc_copy(out + off + klo * es, data_of(slot_of(st, k)) + klo * es,
+                }
+                nc_copy(out + off + klo * es, data_of(slot_of(st, from)) + klo * es,
                        (khi - klo) * es);
             }
         finish_round(st, me, r); /* 6. */
@@ -930,7 +1016,8 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
     return rc;
 }
 
-/* done and part move only in reduce-scatter and CMA rounds: after 2^30
+/* done and part move only in reduce-scatter and CMA rounds, fwd in forwarded
+ * allreduce rounds (5f): after 2^30
  * rounds without one, bring them forward so that the wrap-safe comparisons
  * of steps 4b, 5 and X5 never take a value 2^31 rounds old for a new one.
  * No member waits for them in rounds that did not set them (the paths are
@@ -946,6 +1033,10 @@ static void refresh_flags(numacoll_team_t *t, red_state_t *st)
     if (last - st->part_pub > (1u << 30)) {
         atomic_store_explicit(&st->ctl[me]->part, last, memory_order_relaxed);
         st->part_pub = last;
+    }
+    if (last - st->fwd_pub > (1u << 30)) {
+        atomic_store_explicit(&st->ctl[me]->fwd, last, memory_order_relaxed);
+        st->fwd_pub = last;
     }
 }
 

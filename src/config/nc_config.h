@@ -119,15 +119,16 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
     X(GATHER_CMA_MIN, NC_PT_SIZE, "0", 0, INT64_C(1) << 50, NULL, "bytes",                     \
       "Gather family, NUMACOLL_TRANSPORT=auto: blocks of at least this many bytes go by CMA "    \
       "(single copy); 0: the cost model's switch point per collective (numacoll-info prints it).") \
-    X(ALLGATHER_NUMA, NC_PT_ENUM, "auto", 0, 0, "auto|on|off", "",                             \
-      "Allgather(v) on a node with several NUMA nodes: a block of at least "                     \
-      "NUMACOLL_ALLGATHER_NUMA_MIN bytes enters another NUMA node once, read by one member "    \
-      "there and forwarded to that node's other members (two levels, docs/gather.md): on "       \
-      "(into every NUMA node with two or more members), auto (into a node of m members when "  \
-      "(m - 1)(r - 1) > 1, r the remote / local NUMA distance from hwloc, 2 when unknown), "   \
-      "off (every member reads every block from its sender).")                                 \
+    X(NUMA_FORWARD, NC_PT_ENUM, "auto", 0, 0, "auto|on|off", "",                               \
+      "On a node with several NUMA nodes, data that every member of a NUMA node needs from "    \
+      "another (allgather(v) blocks of at least NUMACOLL_ALLGATHER_NUMA_MIN bytes, the "         \
+      "results of a large allreduce) enters that NUMA node once, read by one member there "     \
+      "and forwarded to the others (docs/gather.md, docs/reduce.md): on (into every NUMA node " \
+      "with two or more members), auto (into a node of m members when (m - 1)(r - 1) > 1, r "  \
+      "the remote / local NUMA distance from hwloc, 2 when unknown), off (every member reads " \
+      "everything from where it is made).")                                                    \
     X(ALLGATHER_NUMA_MIN, NC_PT_SIZE, "16384", 0, INT64_C(1) << 50, NULL, "bytes",              \
-      "Allgather(v) on several NUMA nodes (NUMACOLL_ALLGATHER_NUMA): blocks of at least this "  \
+      "Allgather(v) on several NUMA nodes (NUMACOLL_NUMA_FORWARD): blocks of at least this "  \
       "many bytes (and more than NUMACOLL_GATHER_INLINE_MAX, not by CMA) may go two-level; "    \
       "smaller ones are read from their sender by every member.")                              \
     /* ---- MPI layer (src/mpi) ---- */                                                       \
@@ -189,7 +190,7 @@ enum { NC_LAYOUT_PAPER = 0, NC_LAYOUT_COMPACT = 1 };
 /* NUMACOLL_TRANSPORT, in the order of its choices. */
 enum { NC_TRANSPORT_AUTO = 0, NC_TRANSPORT_SHM = 1, NC_TRANSPORT_CMA = 2 };
 enum { NC_SHM_NT_AUTO = 0, NC_SHM_NT_ON = 1, NC_SHM_NT_OFF = 2 };
-enum { NC_AG_NUMA_AUTO = 0, NC_AG_NUMA_ON = 1, NC_AG_NUMA_OFF = 2 };
+enum { NC_NUMA_FWD_AUTO = 0, NC_NUMA_FWD_ON = 1, NC_NUMA_FWD_OFF = 2 };
 
 typedef struct nc_param_desc {
     const char *name; /* without the NUMACOLL_ prefix */

@@ -45,7 +45,8 @@ static const int agreed[] = {NC_P_BCAST_FRAG_SIZE, NC_P_BCAST_QUEUE_LEN, NC_P_BC
                              NC_P_BARRIER_ALG,     NC_P_BARRIER_TREE,    NC_P_BARRIER_NUMA,
                              NC_P_REDUCE_FRAG_SIZE, NC_P_REDUCE_SLOTS,   NC_P_REDUCE_SMALL_MAX,
                              NC_P_REDUCE_NUMA,     NC_P_GATHER_FRAG_SIZE, NC_P_GATHER_SLOTS,
-                             NC_P_GATHER_INLINE_MAX, NC_P_TRANSPORT, NC_P_REDUCE_CMA_MIN};
+                             NC_P_GATHER_INLINE_MAX, NC_P_TRANSPORT, NC_P_REDUCE_CMA_MIN,
+                             NC_P_NUMA_FORWARD};
 #define NC_NAGREED ((int)NC_ARRAY_SIZE(agreed))
 
 typedef struct rec1 {
@@ -61,6 +62,7 @@ typedef struct rec2 {
     int32_t status, checked;
     int32_t cma_err;      /* the CMA probe: 0, or the errno of the first refusal */
     int32_t cache_shared; /* this member's view of nc_topo_cache_shared() (agreed after #2) */
+    int32_t numa_ratio;   /* ... of nc_topo_numa_ratio(), in thousandths (agreed after #2) */
     int64_t pages, misplaced;
     char cma_why[320];    /* why CMA was refused, naming the peer */
     char detail[160]; /* placement detail */
@@ -548,7 +550,10 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
             rc = nc_coll_decls[m].init(t);
     }
     rec2_t m2 = {.status = rc, .checked = pl.checked, .pages = pl.pages, .misplaced = pl.misplaced,
-                 .cache_shared = t->cache_shared};
+                 .cache_shared = t->cache_shared,
+                 .numa_ratio = t->numa_ratio > 0 && t->numa_ratio < 1e6
+                                   ? (int32_t)(t->numa_ratio * 1000.0 + 0.5)
+                                   : 0};
     if (!rc)
         probe_cma(t, r1, &m2);
     snprintf(m2.detail, sizeof m2.detail, "%s", pl.detail);
@@ -589,6 +594,13 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     for (int i = 0; i < p; i++)
         if (r2[i].cache_shared != t->cache_shared)
             t->cache_shared = -1;
+    /* Likewise the NUMA distance (the reductions' forwarding, coll/nc_reduce.c
+     * step 5f, is chosen alike on every member from it): in thousandths,
+     * unknown (0) unless every member saw the same. */
+    t->numa_ratio = r2[0].numa_ratio / 1000.0;
+    for (int i = 1; i < p; i++)
+        if (r2[i].numa_ratio != r2[0].numa_ratio)
+            t->numa_ratio = 0;
     /* Only how a member writes its own copies, never what others read: no
      * agreement needed. Streamed stores exist on x86-64 only (nc_copy_nt). */
     const int64_t nt = NC_CFG_NUM(&t->cfg, SHM_NT);

@@ -68,8 +68,10 @@ struct numacoll_team {
                                  [0] reduce, [1] allreduce */
     int cache_shared;      /* every member's CPUs under one cache (hwloc): 1, 0, -1 unknown */
     double numa_ratio;     /* remote / local NUMA distance between the members' nodes
-                              (nc_topo_numa_ratio, this member's view), 0 unknown */
+                              (nc_topo_numa_ratio): this member's view until the
+                              collectives' init, then agreed (0 unknown) */
     uint64_t reduce_cma;   /* reductions this member took part in by CMA */
+    uint64_t reduce_fwd;   /* allreduce slices this member forwarded or read forwarded (5f) */
     char cma_why[320];
     void *cma_bounce;
 

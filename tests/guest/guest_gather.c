@@ -11,7 +11,7 @@
  *     (65537 and 262147 bytes are above NUMACOLL_ALLGATHER_NUMA_MIN), so the
  *     check of the bytes above covers the forwarded path on real NUMA nodes;
  *     and no other member may have. Carried into: a node of m >= 2 members
- *     with NUMACOLL_ALLGATHER_NUMA=on, with auto (the default) when
+ *     with NUMACOLL_NUMA_FORWARD=on, with auto (the default) when
  *     (m - 1)(r - 1) > 1, r the mean of d(a, b) / d(a, a) over the team's
  *     nodes from /sys (guest 4x2 boots with a SLIT of 21: two levels; 2x2
  *     with the kernel's 20: one level);
@@ -168,22 +168,13 @@ static int body(int rank, int p, const char *name, void *arg)
     int mates = 0; /* other members on my node */
     for (int k = 0; k < p; k++)
         mates += k != rank && pl->node[k] == pl->node[rank];
-    double rsum = 0; /* r from /sys over the nodes of the team (all of them here) */
-    int rn = 0;
-    for (int i = 0; i < gt.nnodes; i++)
-        for (int j = 0; j < gt.nnodes; j++)
-            if (i != j && gt.dist[i][i] > 0) {
-                rsum += (double)gt.dist[i][j] / gt.dist[i][i];
-                rn++;
-            }
-    const double r = rn ? rsum / rn : 2.0;
-    const char *agn = getenv("NUMACOLL_ALLGATHER_NUMA");
-    const int mode_on = agn && !strcmp(agn, "on"), mode_off = agn && !strcmp(agn, "off");
-    const int expect = gt.nnodes > 1 && mates && !mode_off && (mode_on || mates * (r - 1) > 1);
+    const double r = g_numa_ratio(&gt); /* the team spans every node here */
+    const char *agn = getenv("NUMACOLL_NUMA_FORWARD");
+    const int expect = g_numa_forward_expected(&gt, mates);
     const uint64_t two = team->gather_fwd + team->gather_via;
     if (expect != (two > 0)) {
         g_fail_msg(__FILE__, __LINE__,
-                   "member %d shares node %d with %d others (r = %.2f, NUMACOLL_ALLGATHER_NUMA="
+                   "member %d shares node %d with %d others (r = %.2f, NUMACOLL_NUMA_FORWARD="
                    "%s): expected %s, but it carried %llu allgather blocks into it and read "
                    "%llu from their carriers", rank, pl->node[rank], mates, r,
                    agn ? agn : "auto", expect ? "two levels" : "one level",

@@ -16,6 +16,9 @@
  *     limit, one and two fragments, many rounds through the slots);
  *   - in place once each: an allreduce (double, 1 MiB + 24) and a reduce
  *     (int64, 64 KiB + 8, root p-1);
+ *   - two levels: the allreduce's results are forwarded inside each node
+ *     (reduce_fwd) exactly where NUMACOLL_NUMA_FORWARD and the /sys distances
+ *     say so (4x2 boots with a SLIT of 21: forwarded; 2x2: not);
  *   - placement: after the reductions, every member's reduction area
  *     (numacoll_team_info: rank_off + rank*rank_bytes + reduce_off,
  *     reduce_bytes) is on that member's node per move_pages(2): each member
@@ -37,6 +40,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "core/nc_team.h" /* reduce_fwd */
 #include "guest_util.h"
 #include "numacoll.h"
 
@@ -555,6 +559,22 @@ static int body(int rank, int p, const char *name, void *arg)
         atomic_fetch_add(&ctr[ck].members, 1);
         if (rank == 0)
             ctr[ck].secs = g_now() - t0;
+    }
+    /* the allreduce's results forwarded inside each node (step 5f of
+     * coll/nc_reduce.c) exactly where the rule says so, from /sys */
+    int mates = 0;
+    for (int k = 0; k < p; k++)
+        mates += k != rank && lead[k] == lead[rank];
+    const int fwd = ndomains > 1 && ndomains < p && g_numa_forward_expected(&gt, mates);
+    if (fwd != (mb.team->reduce_fwd > 0)) {
+        g_fail_msg(__FILE__, __LINE__, "member %d (%d others on its node, r = %.2f): expected "
+                   "the allreduce's results %s, but %llu slices were forwarded or read forwarded",
+                   rank, mates, g_numa_ratio(&gt), fwd ? "forwarded" : "not forwarded",
+                   (unsigned long long)mb.team->reduce_fwd);
+        bad = 1;
+    } else if (rank == 0) {
+        printf("  allreduce results %s inside the nodes (r = %.2f from /sys)\n",
+               fwd ? "forwarded" : "not forwarded", g_numa_ratio(&gt));
     }
     free(mb.send);
     free(mb.keep);

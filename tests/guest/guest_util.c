@@ -329,3 +329,24 @@ int g_rr_cpu(const g_topo_t *t, int i)
     int k = i % t->nnodes;
     return t->cpus[k][(i / t->nnodes) % t->ncpus[k]];
 }
+
+double g_numa_ratio(const g_topo_t *t)
+{
+    double sum = 0;
+    int n = 0;
+    for (int i = 0; i < t->nnodes; i++)
+        for (int j = 0; j < t->nnodes; j++)
+            if (i != j && t->dist[i][i] > 0) {
+                sum += (double)t->dist[i][j] / t->dist[i][i];
+                n++;
+            }
+    return n ? sum / n : 2.0;
+}
+
+int g_numa_forward_expected(const g_topo_t *t, int mates)
+{
+    const char *e = getenv("NUMACOLL_NUMA_FORWARD");
+    if (t->nnodes < 2 || mates < 1 || (e && !strcmp(e, "off")))
+        return 0;
+    return (e && !strcmp(e, "on")) || mates * (g_numa_ratio(t) - 1.0) > 1.0;
+}

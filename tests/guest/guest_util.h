@@ -28,6 +28,14 @@ typedef struct g_topo {
                                            0 unknown */
 } g_topo_t;
 
+/* The mean over ordered pairs of distinct nodes a, b of dist[a][b] /
+ * dist[a][a] (2.0 when /sys gave none); and whether numacoll's forwarding
+ * into a node (NUMACOLL_NUMA_FORWARD from the environment: on, off, auto by
+ * (m - 1)(r - 1) > 1) should take place into a node of `mates` + 1 members
+ * of a team spread over several nodes. */
+double g_numa_ratio(const g_topo_t *t);
+int g_numa_forward_expected(const g_topo_t *t, int mates);
+
 int g_topo_read(g_topo_t *t);
 void g_topo_print(const g_topo_t *t);
 

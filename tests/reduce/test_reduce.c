@@ -652,6 +652,7 @@ static int check_result(const call_t *c, int p, int rank, const unsigned char *b
 }
 
 static int g_expect_cma = -1; /* expect_cma=0|1, -1: not checked */
+static int g_expect_fwd = -1; /* expect_fwd=0|1, -1: not checked (mode ops) */
 static size_t g_small_max;    /* NUMACOLL_REDUCE_SMALL_MAX of this run */
 
 static int run_call(numacoll_team_t *tm, int rank, int p, const call_t *c, bufs_t *b)
@@ -802,6 +803,15 @@ static int body_ops(int rank, int p, const char *name, void *arg)
     call_t c = {NUMACOLL_DOUBLE, NUMACOLL_SUM, 100, -1, 0, 0, 12345};
     if (run_call(tm, rank, p, &c, &b))
         return 1;
+    /* expect_fwd=1 (NUMACOLL_TEST_DOMAINS=v, NUMACOLL_NUMA_FORWARD=on): a
+     * member whose domain has another member took part in forwarding the
+     * allreduces' results (5f); expect_fwd=0: nobody did */
+    const char *dv = getenv("NUMACOLL_TEST_DOMAINS");
+    const int v = dv ? atoi(dv) : 0, mates = v > 1 && v < p && rank % v + v < p;
+    if (g_expect_fwd >= 0)
+        CHECK((tm->reduce_fwd > 0) == (g_expect_fwd && mates),
+              "p=%d rank %d: %llu allreduce slices forwarded or read forwarded", p, rank,
+              (unsigned long long)tm->reduce_fwd);
     bufs_free(&b);
     team_down(tm, bs);
     return 0;
@@ -1632,6 +1642,8 @@ int main(int argc, char **argv)
         char *eq = strchr(argv[i], '=');
         if (eq && !strncmp(argv[i], "expect_cma=", 11)) {
             g_expect_cma = atoi(eq + 1);
+        } else if (eq && !strncmp(argv[i], "expect_fwd=", 11)) {
+            g_expect_fwd = atoi(eq + 1);
         } else if (eq) {
             *eq = 0;
             int rc = numacoll_param_set(argv[i], eq + 1);

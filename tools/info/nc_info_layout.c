@@ -351,16 +351,31 @@ int nc_info_layout_live(FILE *out, const nc_info_machine_t *m, int p)
 
 void nc_info_print_coll_plans(FILE *out, int p, const int *leaders, double ratio)
 {
-    char numa[16] = "1", order[512];
+    char numa[16] = "1", order[512], ag[16] = "auto";
     numacoll_param_get("NUMACOLL_REDUCE_NUMA", numa, sizeof numa, NULL);
+    numacoll_param_get("NUMACOLL_NUMA_FORWARD", ag, sizeof ag, NULL);
+    const int mode = !strcmp(ag, "on") ? NC_NUMA_FWD_ON : !strcmp(ag, "off") ? NC_NUMA_FWD_OFF
+                                                                             : NC_NUMA_FWD_AUTO;
     nc_numa_plan_t pl;
     if (nc_numa_plan_make(&pl, p, leaders, strcmp(numa, "0") != 0))
         return;
     nc_numa_plan_order(&pl, order, sizeof order);
-    if (pl.two)
+    if (pl.two) {
         fprintf(out, "reductions: two-level order %s: each NUMA group's members, then the groups "
                      "(NUMACOLL_REDUCE_NUMA=1)\n",
                 order);
+        size_t at = 0;
+        order[0] = 0;
+        for (int d = 0; d < pl.D && at + 16 < sizeof order; d++)
+            if (nc_numa_plan_carry(&pl, d, mode, ratio)) {
+                int w = snprintf(order + at, sizeof order - at, "%s%d", at ? ", " : "", d);
+                at += w > 0 ? (size_t)w : 0;
+            }
+        fprintf(out, "  allreduce results of large calls forwarded inside NUMA groups: %s "
+                     "(NUMACOLL_NUMA_FORWARD=%s; the groups' members that reduced a slice over "
+                     "the group forward its result)\n",
+                at ? order : "none", ag);
+    }
     else
         fprintf(out, "reductions: rank order (%s)\n",
                 !strcmp(numa, "0") ? "NUMACOLL_REDUCE_NUMA=0"
@@ -368,11 +383,10 @@ void nc_info_print_coll_plans(FILE *out, int p, const int *leaders, double ratio
                                    : "one member per NUMA group");
     nc_numa_plan_free(&pl);
     /* the gather family (coll/nc_gather.c) */
-    char f[32] = "?", s[32] = "?", in[32] = "?", ag[16] = "auto", agmin[32] = "?";
+    char f[32] = "?", s[32] = "?", in[32] = "?", agmin[32] = "?";
     numacoll_param_get("NUMACOLL_GATHER_FRAG_SIZE", f, sizeof f, NULL);
     numacoll_param_get("NUMACOLL_GATHER_SLOTS", s, sizeof s, NULL);
     numacoll_param_get("NUMACOLL_GATHER_INLINE_MAX", in, sizeof in, NULL);
-    numacoll_param_get("NUMACOLL_ALLGATHER_NUMA", ag, sizeof ag, NULL);
     numacoll_param_get("NUMACOLL_ALLGATHER_NUMA_MIN", agmin, sizeof agmin, NULL);
     fprintf(out, "gather family (gather, scatter, allgather, alltoall and v-forms): every block "
                  "written once into its sender's slots and read once by each receiver (the "
@@ -382,8 +396,6 @@ void nc_info_print_coll_plans(FILE *out, int p, const int *leaders, double ratio
             in, f, s, s);
     if (nc_numa_plan_make(&pl, p, leaders, 1))
         return;
-    const int mode = !strcmp(ag, "on") ? NC_AG_NUMA_ON : !strcmp(ag, "off") ? NC_AG_NUMA_OFF
-                                                                             : NC_AG_NUMA_AUTO;
     int any = 0;
     for (int d = 0; d < pl.D; d++)
         any |= nc_numa_plan_carry(&pl, d, mode, ratio);
@@ -394,18 +406,18 @@ void nc_info_print_coll_plans(FILE *out, int p, const int *leaders, double ratio
         snprintf(r, sizeof r, "unknown, taken as %.1f", NC_NUMA_RATIO_DEFAULT);
     if (!any) {
         fprintf(out, "allgather(v): one level (%s)\n",
-                mode == NC_AG_NUMA_OFF ? "NUMACOLL_ALLGATHER_NUMA=off"
+                mode == NC_NUMA_FWD_OFF ? "NUMACOLL_NUMA_FORWARD=off"
                 : pl.D == 1            ? "one NUMA group"
                 : !pl.two              ? "one member per NUMA group"
-                                       : "NUMACOLL_ALLGATHER_NUMA=auto: no NUMA group of m "
+                                       : "NUMACOLL_NUMA_FORWARD=auto: no NUMA group of m "
                                          "members gains, (m - 1)(r - 1) <= 1");
-        if (pl.two && mode == NC_AG_NUMA_AUTO)
+        if (pl.two && mode == NC_NUMA_FWD_AUTO)
             fprintf(out, "  remote / local NUMA distance r = %s\n", r);
         nc_numa_plan_free(&pl);
         return;
     }
     fprintf(out, "allgather(v): blocks from %s bytes (and above the inline size) two-level into "
-                 "the NUMA groups below (NUMACOLL_ALLGATHER_NUMA=%s; auto: a group of m members "
+                 "the NUMA groups below (NUMACOLL_NUMA_FORWARD=%s; auto: a group of m members "
                  "when (m - 1)(r - 1) > 1, remote / local distance r = %s): each enters such a "
                  "group once; \"k by c\": member c reads block k and forwards it to its group's "
                  "other members\n",
