@@ -197,6 +197,33 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
                         : t->nleaders > 1 ? "the members span NUMA nodes"
                                           : cache_words(t));
     }
+    nc_numa_plan_t np;
+    if (!nc_coll_numa_plan(t, &np, 1)) {
+        if (np.two) {
+            static const char *mode[] = {"auto", "on", "off"};
+            const int m = (int)NC_CFG_NUM(&t->cfg, NUMA_FORWARD);
+            char into[160] = "";
+            size_t at = 0;
+            for (int d = 0; d < np.D && at + 16 < sizeof into; d++)
+                if (nc_numa_plan_carry(&np, d, m, t->numa_ratio)) {
+                    int w = snprintf(into + at, sizeof into - at, "%s%d", at ? "," : "",
+                                     np.dmem[np.dfirst[d]]);
+                    at += w > 0 ? (size_t)w : 0;
+                }
+            char r[40];
+            if (t->numa_ratio > 0)
+                snprintf(r, sizeof r, "%.2f (hwloc)", t->numa_ratio);
+            else
+                snprintf(r, sizeof r, "unknown, taken as %.1f", NC_NUMA_RATIO_DEFAULT);
+            nc_log_info(1, "NUMA forwarding (allgather(v) blocks from %lld bytes, large allreduce "
+                           "results): into %s%s (NUMACOLL_NUMA_FORWARD=%s, remote / local "
+                           "distance r = %s)",
+                        (long long)NC_CFG_NUM(&t->cfg, ALLGATHER_NUMA_MIN),
+                        at ? "the NUMA nodes led by members " : "no NUMA node", into,
+                        mode[m >= 0 && m < 3 ? m : 0], r);
+        }
+        nc_numa_plan_free(&np);
+    }
     static const char *pl[] = {"OK", "MISPLACED", "UNKNOWN (a member is unbound)",
                                "UNCHECKED (move_pages unavailable)"};
     nc_log_info(1, "placement check: %s%s%s", pl[t->placement], t->placement_detail[0] ? ": " : "",
