@@ -312,7 +312,7 @@ typedef struct xg_state {
     nc_numa_plan_t pl;   /* the NUMA groups (two-level allgather, A1-A3) */
     char *into;          /* into[d]: my allgather blocks from numa_min enter domain d
                             two-level (A1) */
-    int two;             /* into[d] for some other domain d than mine */
+    int two;             /* into[d] for some other domain d than mine; -1: not chosen yet */
     int readers2;        /* readers of such a block's fragments */
     size_t numa_min;
 } xg_state_t;
@@ -448,23 +448,14 @@ int nc_gather_init(struct numacoll_team *t)
     for (int k = 0; k < p; k++)
         st->area[k] = nc_seg_member_area(&t->seg, NC_COLL_GATHER, k);
     /* The groups always (a reader follows its sender's flags, A3); the
-     * two-level choice is the sender's (A1). */
+     * two-level choice is the sender's (A1), made at its first allgather
+     * (numa_choose()). */
     int rc = nc_coll_numa_plan(t, &st->pl, 1);
     if (rc)
         return rc;
-    const nc_numa_plan_t *pl = &st->pl;
-    const int mine = pl->dom[t->rank];
-    if (!(st->into = calloc((size_t)pl->D, 1)))
+    if (!(st->into = calloc((size_t)st->pl.D, 1)))
         return NUMACOLL_ERR_NOMEM;
-    st->readers2 = pl->dfirst[mine + 1] - pl->dfirst[mine] - 1;
-    for (int d = 0; d < pl->D; d++) {
-        if (d == mine)
-            continue;
-        st->into[d] = (char)nc_numa_plan_carry(pl, d, (int)NC_CFG_NUM(&t->cfg, NUMA_FORWARD),
-                                               t->numa_ratio);
-        st->two |= st->into[d];
-        st->readers2 += st->into[d] ? 1 : pl->dfirst[d + 1] - pl->dfirst[d];
-    }
+    st->two = -1;
     st->numa_min = (size_t)NC_CFG_NUM(&t->cfg, ALLGATHER_NUMA_MIN);
     /* What this member owns, in its own block: "call seq0 - 1 is over", no
      * fragment anywhere, no entry of any call to come. Exchange #2 of the
@@ -502,6 +493,26 @@ void nc_gather_abandon(struct numacoll_team *t)
     /* D2. release: pairs with the acquire in D4 and in wait_boxes_free(). */
     atomic_store_explicit(out_of(st, t->rank), t->gather_call - 1u + (1u << 30),
                           memory_order_release);
+}
+
+/* A1: into which domains my allgather blocks go two-level. At the first
+ * allgather, not at init: the NUMA distance is agreed after the collectives'
+ * init (core/nc_team.c), and so what numacoll-info and NUMACOLL_VERBOSE
+ * print is what happens. */
+static void numa_choose(const numacoll_team_t *t, xg_state_t *st)
+{
+    const nc_numa_plan_t *pl = &st->pl;
+    const int mine = pl->dom[t->rank];
+    st->two = 0;
+    st->readers2 = pl->dfirst[mine + 1] - pl->dfirst[mine] - 1;
+    for (int d = 0; d < pl->D; d++) {
+        if (d == mine)
+            continue;
+        st->into[d] = (char)nc_numa_plan_carry(pl, d, (int)NC_CFG_NUM(&t->cfg, NUMA_FORWARD),
+                                               t->numa_ratio);
+        st->two |= st->into[d];
+        st->readers2 += st->into[d] ? 1 : pl->dfirst[d + 1] - pl->dfirst[d];
+    }
 }
 
 /* Step 1. */
@@ -867,6 +878,8 @@ static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
         else
             st->rd[nr++] = (xg_rd_t){.src = root};
     } else if (kind == XG_ALLGATHER) {
+        if (st->two < 0)
+            numa_choose(t, st);
         st->wr[nw++] = (xg_wr_t){.dst = -1, .from = send_blk(cl, me)};
         for (int j = 1; j < p; j++)
             st->rd[nr++] = (xg_rd_t){.src = (me - j + p) % p};

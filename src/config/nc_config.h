@@ -122,7 +122,8 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
     X(NUMA_FORWARD, NC_PT_ENUM, "auto", 0, 0, "auto|on|off", "",                               \
       "On a node with several NUMA nodes, data that every member of a NUMA node needs from "    \
       "another (allgather(v) blocks of at least NUMACOLL_ALLGATHER_NUMA_MIN bytes, the "         \
-      "results of a large allreduce) enters that NUMA node once, read by one member there "     \
+      "results of an allreduce above NUMACOLL_REDUCE_SMALL_MAX through the slots, two-level "  \
+      "with NUMACOLL_REDUCE_NUMA=1) enters that NUMA node once, read by one member there "     \
       "and forwarded to the others (docs/gather.md, docs/reduce.md): on (into every NUMA node " \
       "with two or more members), auto (into a node of m members when (m - 1)(r - 1) > 1, r "  \
       "the remote / local NUMA distance from hwloc, 2 when unknown), off (every member reads " \
