@@ -128,6 +128,10 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
       "with two or more members), auto (into a node of m members when (m - 1)(r - 1) > 1, r "  \
       "the remote / local NUMA distance from hwloc, 2 when unknown), off (every member reads " \
       "everything from where it is made).")                                                    \
+    X(NUMA_RATIO, NC_PT_INT, "0", 0, 1000000, NULL, "per mille",                               \
+      "The remote / local NUMA copy-time ratio r of NUMACOLL_NUMA_FORWARD=auto, in thousandths " \
+      "(2100: remote copies take 2.1 times as long); numacoll-tune measures it on a node with " \
+      "several NUMA nodes; 0: hwloc's NUMA distances (the firmware's SLIT), 2 when unknown.")   \
     X(ALLGATHER_NUMA_MIN, NC_PT_SIZE, "16384", 0, INT64_C(1) << 50, NULL, "bytes",              \
       "Allgather(v) on several NUMA nodes (NUMACOLL_NUMA_FORWARD): blocks of at least this "  \
       "many bytes (and more than NUMACOLL_GATHER_INLINE_MAX, not by CMA) may go two-level; "    \

@@ -46,7 +46,7 @@ static const int agreed[] = {NC_P_BCAST_FRAG_SIZE, NC_P_BCAST_QUEUE_LEN, NC_P_BC
                              NC_P_REDUCE_FRAG_SIZE, NC_P_REDUCE_SLOTS,   NC_P_REDUCE_SMALL_MAX,
                              NC_P_REDUCE_NUMA,     NC_P_GATHER_FRAG_SIZE, NC_P_GATHER_SLOTS,
                              NC_P_GATHER_INLINE_MAX, NC_P_TRANSPORT, NC_P_REDUCE_CMA_MIN,
-                             NC_P_NUMA_FORWARD};
+                             NC_P_NUMA_FORWARD, NC_P_NUMA_RATIO};
 #define NC_NAGREED ((int)NC_ARRAY_SIZE(agreed))
 
 typedef struct rec1 {
@@ -212,7 +212,8 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
                 }
             char r[40];
             if (t->numa_ratio > 0)
-                snprintf(r, sizeof r, "%.2f (hwloc)", t->numa_ratio);
+                snprintf(r, sizeof r, "%.2f (%s)", t->numa_ratio,
+                         NC_CFG_NUM(&t->cfg, NUMA_RATIO) ? "NUMACOLL_NUMA_RATIO" : "hwloc");
             else
                 snprintf(r, sizeof r, "unknown, taken as %.1f", NC_NUMA_RATIO_DEFAULT);
             nc_log_info(1, "NUMA forwarding (allgather(v) blocks from %lld bytes, large allreduce "
@@ -550,7 +551,10 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     pthread_once(&topo_once, topo_load);
     t->cache_shared =
         cpus ? nc_topo_cache_shared(topo, p, (const uint64_t(*)[NC_TOPO_CPUSET_WORDS])cpus) : -1;
-    t->numa_ratio = topo ? nc_topo_numa_ratio(topo->topo, p, t->numa) : 0;
+    t->numa_ratio = NC_CFG_NUM(&t->cfg, NUMA_RATIO) > 0
+                        ? (double)NC_CFG_NUM(&t->cfg, NUMA_RATIO) / 1000.0
+                    : topo ? nc_topo_numa_ratio(topo->topo, p, t->numa)
+                           : 0;
     if (t->ncpus <= 0)
         t->ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
     free(cpus);

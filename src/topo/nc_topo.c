@@ -1,6 +1,8 @@
 #include "topo/nc_topo.h"
 
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "common/nc_common.h"
 
@@ -169,4 +171,79 @@ double nc_topo_numa_ratio(hwloc_topology_t topo, int p, const int *numa)
         }
     hwloc_distances_release(topo, dist);
     return pairs ? sum / pairs : 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A buffer bound to node o, touched, and checked to be there. */
+static char *alloc_on(hwloc_topology_t topo, hwloc_obj_t o, size_t bytes, int *rc)
+{
+    char *b = hwloc_alloc_membind(topo, bytes, o->nodeset, HWLOC_MEMBIND_BIND,
+                                  HWLOC_MEMBIND_BYNODESET);
+    if (!b) {
+        *rc = NUMACOLL_ERR_NOMEM;
+        return NULL;
+    }
+    memset(b, 1, bytes);
+    hwloc_nodeset_t where = hwloc_bitmap_alloc();
+    if (!where || hwloc_get_area_memlocation(topo, b, bytes, where, HWLOC_MEMBIND_BYNODESET) ||
+        !hwloc_bitmap_isequal(where, o->nodeset)) {
+        nc_log_error("NUMA copy ratio: a buffer bound to node %u is not all there",
+                     o->os_index);
+        *rc = NUMACOLL_ERR_TOPO;
+        hwloc_free(topo, b, bytes);
+        b = NULL;
+    }
+    hwloc_bitmap_free(where);
+    return b;
+}
+
+int nc_topo_copy_ratio(const nc_topo_t *t, int near, int far, size_t bytes, int reps,
+                       double *ratio)
+{
+    hwloc_obj_t a = t ? hwloc_get_numanode_obj_by_os_index(t->topo, (unsigned)near) : NULL;
+    hwloc_obj_t b = t ? hwloc_get_numanode_obj_by_os_index(t->topo, (unsigned)far) : NULL;
+    if (!a || !b || a == b || !a->cpuset || hwloc_bitmap_iszero(a->cpuset) || !bytes ||
+        reps < 1)
+        return NUMACOLL_ERR_INVAL;
+    hwloc_cpuset_t old = hwloc_bitmap_alloc();
+    if (!old)
+        return NUMACOLL_ERR_NOMEM;
+    int rc = 0, bound = 0;
+    char *src_near = NULL, *src_far = NULL, *dst = NULL;
+    if (hwloc_get_cpubind(t->topo, old, HWLOC_CPUBIND_THREAD) ||
+        hwloc_set_cpubind(t->topo, a->cpuset, HWLOC_CPUBIND_THREAD)) {
+        rc = NUMACOLL_ERR_TOPO;
+        goto out;
+    }
+    bound = 1;
+    if (!(dst = alloc_on(t->topo, a, bytes, &rc)) || !(src_near = alloc_on(t->topo, a, bytes, &rc)) ||
+        !(src_far = alloc_on(t->topo, b, bytes, &rc)))
+        goto out;
+    double best[2] = {1e30, 1e30};
+    for (int i = 0; i < reps; i++)
+        for (int k = 0; k < 2; k++) {
+            const double t0 = now_s();
+            memcpy(dst, k ? src_far : src_near, bytes);
+            const double dt = now_s() - t0;
+            if (dt < best[k])
+                best[k] = dt;
+        }
+    *ratio = best[0] > 0 ? best[1] / best[0] : 0;
+out:
+    if (dst)
+        hwloc_free(t->topo, dst, bytes);
+    if (src_near)
+        hwloc_free(t->topo, src_near, bytes);
+    if (src_far)
+        hwloc_free(t->topo, src_far, bytes);
+    if (bound)
+        hwloc_set_cpubind(t->topo, old, HWLOC_CPUBIND_THREAD);
+    hwloc_bitmap_free(old);
+    return rc;
 }

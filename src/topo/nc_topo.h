@@ -44,5 +44,14 @@ int nc_topo_cache_shared(const nc_topo_t *t, int p, const uint64_t (*words)[NC_T
  * firmware's SLIT on Linux: typically 10 local, 20-32 remote). 0 when unknown
  * (no distances, fewer than two nodes). */
 double nc_topo_numa_ratio(hwloc_topology_t topo, int p, const int *numa);
+/* The same ratio measured (numacoll-tune): the calling thread bound to the
+ * CPUs of NUMA node `near` (OS index) copies `bytes` from a buffer bound to
+ * `far` and from one bound to `near` into one on `near`, best of `reps`
+ * each; *ratio = far time / near time. The pages are checked to be where
+ * they were bound (hwloc_get_area_memlocation); the thread's binding is
+ * restored. 0, NUMACOLL_ERR_INVAL (no such nodes, near has no CPUs),
+ * _ERR_NOMEM, or _ERR_TOPO (binding refused, pages elsewhere). */
+int nc_topo_copy_ratio(const nc_topo_t *t, int near, int far, size_t bytes, int reps,
+                       double *ratio);
 
 #endif

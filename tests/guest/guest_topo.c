@@ -11,6 +11,11 @@
  *     match what /sys and the pinning say; placement is OK.
  *  3. One member left unbound (all CPUs): its node is unknown (-1), it leads
  *     itself and the team's placement is UNKNOWN.
+ *  4. With two or more nodes, the measured NUMA copy ratio (what numacoll-tune
+ *     writes as NUMACOLL_NUMA_RATIO): nc_topo_copy_ratio() between the first
+ *     two nodes returns 0 and a ratio > 0 (its buffers are checked to be on
+ *     the nodes they were bound to; TCG's timing itself means nothing), and
+ *     refuses a node with itself.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -171,6 +176,16 @@ static int check_nc_topo(void)
     hwloc_bitmap_zero(set);
     G_CHECK(nc_topo_numa_of_cpuset(t, set) == -1, "empty set must be -1");
     hwloc_bitmap_free(set);
+    if (gt.nnodes > 1) {
+        double r = 0;
+        int rc = nc_topo_copy_ratio(t, gt.node_id[0], gt.node_id[1], (size_t)4 << 20, 2, &r);
+        G_CHECK(rc == 0 && r > 0, "nc_topo_copy_ratio(node %d, node %d): %s, r = %g",
+                gt.node_id[0], gt.node_id[1], numacoll_strerror(rc), r);
+        G_CHECK(nc_topo_copy_ratio(t, gt.node_id[0], gt.node_id[0], 4096, 1, &r) ==
+                    NUMACOLL_ERR_INVAL, "nc_topo_copy_ratio of a node with itself");
+        printf("  nc_topo_copy_ratio: node %d's CPUs copying from node %d / from node %d = %.2f "
+               "(TCG: not a measurement)\n", gt.node_id[0], gt.node_id[1], gt.node_id[0], r);
+    }
     nc_topo_free(t);
     printf("  nc_topo: %d nodes, %d single CPUs, %d whole nodes%s: ok\n", gt.nnodes, checked,
            gt.nnodes, gt.nnodes > 1 ? " and a two-node set" : "");

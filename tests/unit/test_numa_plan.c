@@ -122,6 +122,16 @@ int main(void)
         nc_topo_free(t);
     }
     CHECK(dir, "NUMACOLL_XML_FIXTURES is not set");
+    /* nc_topo_copy_ratio refuses what it cannot measure (the guests measure) */
+    nc_topo_t *here = NULL;
+    if (nc_topo_load(&here) == 0 && here) {
+        double r = -1;
+        CHECK(nc_topo_copy_ratio(here, 0, 0, 4096, 1, &r) == NUMACOLL_ERR_INVAL && r == -1,
+              "a node with itself");
+        CHECK(nc_topo_copy_ratio(here, 0, 4095, 4096, 1, &r) == NUMACOLL_ERR_INVAL,
+              "a node that does not exist");
+        nc_topo_free(here);
+    }
     printf("%s\n", failures ? "FAILED" : "PASSED");
     return failures != 0;
 }

@@ -351,8 +351,14 @@ int nc_info_layout_live(FILE *out, const nc_info_machine_t *m, int p)
 
 void nc_info_print_coll_plans(FILE *out, int p, const int *leaders, double ratio)
 {
-    char numa[16] = "1", order[512], ag[16] = "auto";
+    char numa[16] = "1", order[512], ag[16] = "auto", nr[32] = "0";
     numacoll_param_get("NUMACOLL_REDUCE_NUMA", numa, sizeof numa, NULL);
+    numacoll_param_get("NUMACOLL_NUMA_RATIO", nr, sizeof nr, NULL);
+    const char *rsrc = "hwloc"; /* where r comes from, as the team takes it */
+    if (atol(nr) > 0) {
+        ratio = (double)atol(nr) / 1000.0;
+        rsrc = "NUMACOLL_NUMA_RATIO";
+    }
     numacoll_param_get("NUMACOLL_NUMA_FORWARD", ag, sizeof ag, NULL);
     const int mode = !strcmp(ag, "on") ? NC_NUMA_FWD_ON : !strcmp(ag, "off") ? NC_NUMA_FWD_OFF
                                                                              : NC_NUMA_FWD_AUTO;
@@ -401,7 +407,7 @@ void nc_info_print_coll_plans(FILE *out, int p, const int *leaders, double ratio
         any |= nc_numa_plan_carry(&pl, d, mode, ratio);
     char r[48];
     if (ratio > 0)
-        snprintf(r, sizeof r, "%.2f (hwloc)", ratio);
+        snprintf(r, sizeof r, "%.2f (%s)", ratio, rsrc);
     else
         snprintf(r, sizeof r, "unknown, taken as %.1f", NC_NUMA_RATIO_DEFAULT);
     if (!any) {

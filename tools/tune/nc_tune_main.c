@@ -7,7 +7,11 @@
  * Steps (rank 0 prints each):
  *   1. direct constants: t from memcpy (every member at once), t_a from
  *      contended atomic decrements of one shared counter, the one-hop flag
- *      latency (ping-pong) for comparison with the fitted t_w;
+ *      latency (ping-pong) for comparison with the fitted t_w; on a node with
+ *      several NUMA nodes, the remote / local copy-time ratio r (rank 0,
+ *      from the first NUMA node's CPUs: a buffer on the second node against
+ *      one on its own; nc_topo_copy_ratio()), written as NUMACOLL_NUMA_RATIO
+ *      for NUMACOLL_NUMA_FORWARD=auto;
  *   2. broadcasts on numacoll teams over a design of (f, s, m) that covers the
  *      three regimes of the model; least-squares fit of t, t_w, t_wo (t_a known);
  *   3. f* = sqrt(b t_w / t) page-rounded, s* = b / f* for the budget b (default
@@ -55,6 +59,7 @@
 #include "numacoll.h"
 #include "nc_tool_abort.h"
 #include "numacoll_mpi.h"
+#include "topo/nc_topo.h"
 
 /* Keep the model's choice unless a measured neighbour is faster by more. */
 #define NC_TUNE_KEEP_PCT 5.0
@@ -1069,7 +1074,36 @@ int main(int argc, char **argv)
     say("   t  (memcpy 8 MiB, out of cache)  = %.3g s/byte (%.2f GB/s)\n", t_copy, 1e-9 / t_copy);
     say("   t  (memcpy 64 KiB, in cache)     = %.3g s/byte (%.2f GB/s)\n", t_cache, 1e-9 / t_cache);
     say("   t_A (contended atomic decrement) = %.3g s\n", t_a);
-    say("   one-hop flag latency (ping-pong) = %.3g s\n\n", hop);
+    say("   one-hop flag latency (ping-pong) = %.3g s\n", hop);
+    double numa_r = 0;
+    if (sig.numa_nodes > 1) {
+        if (rank == 0) {
+            nc_topo_t *nt = NULL;
+            hwloc_obj_t n0, n1;
+            int rc = nc_topo_load(&nt);
+            if (!rc && (n0 = hwloc_get_obj_by_type(nt->topo, HWLOC_OBJ_NUMANODE, 0)) &&
+                (n1 = hwloc_get_obj_by_type(nt->topo, HWLOC_OBJ_NUMANODE, 1)))
+                rc = nc_topo_copy_ratio(nt, (int)n0->os_index, (int)n1->os_index,
+                                        o.quick ? (size_t)4 << 20 : (size_t)64 << 20,
+                                        o.quick ? 3 : 7, &numa_r);
+            if (rc) {
+                numa_r = 0;
+                fprintf(stderr, "numacoll-tune: the NUMA copy ratio was not measured: %s\n",
+                        numacoll_strerror(rc));
+            }
+            if (nt)
+                nc_topo_free(nt);
+        }
+        MPI_Bcast(&numa_r, 1, MPI_DOUBLE, 0, node);
+        if (numa_r > 0)
+            say("   NUMA copy ratio r (a buffer on the second node / on the first, read from "
+                "the first) = %.2f\n\n", numa_r);
+        else
+            say("   NUMA copy ratio r: not measured (the tune file leaves it to hwloc's "
+                "distances)\n\n");
+    } else {
+        say("   NUMA copy ratio r: one NUMA node, nothing to measure\n\n");
+    }
 
     /* 2. */
     nc_tune_setting_t cfgs[8];
@@ -1276,6 +1310,10 @@ int main(int argc, char **argv)
     ok &= !nc_tune_section_set(&sec, "REDUCE_SMALL_MAX", v, err, sizeof err);
     snprintf(v, sizeof v, "%zu", red.frag);
     ok &= !nc_tune_section_set(&sec, "REDUCE_FRAG_SIZE", v, err, sizeof err);
+    if (numa_r > 0) {
+        snprintf(v, sizeof v, "%.0f", fmin(numa_r, 1000.0) * 1000.0);
+        ok &= !nc_tune_section_set(&sec, "NUMA_RATIO", v, err, sizeof err);
+    }
     for (size_t i = 0; i < sizeof info / sizeof info[0]; i++) {
         snprintf(v, sizeof v, info[i].fmt, info[i].x);
         ok &= !nc_tune_section_set(&sec, info[i].k, v, err, sizeof err);
