@@ -417,28 +417,17 @@ static int wait_posted(numacoll_team_t *t, red_slot_t *sl, uint32_t r)
     return 0;
 }
 
-/* Step 5: member k's slice of round r is reduced. */
-static int wait_done(numacoll_team_t *t, red_ctl_t *c, uint32_t r)
+/* Until member k's control word `flag` reached round r (wrap-safe): done
+ * (steps 5, 5f, X5: k's slice of round r is reduced), part (4b: k's partials
+ * are in its slot) or fwd (5: k's forwarded slices are in its slot). */
+static int wait_ctl(numacoll_team_t *t, _Atomic uint32_t *flag, uint32_t r)
 {
     nc_backoff_t b;
     int rc;
     nc_backoff_init(&b, &t->wait);
-    /* acquire: pairs with the release of done in step 4: the reduced slice
-     * in the member's slot is visible. */
-    while ((int32_t)(atomic_load_explicit(&c->done, memory_order_acquire) - r) < 0)
-        if ((rc = nc_backoff(&b)) < 0)
-            return rc;
-    return 0;
-}
-
-/* Step 5: member c's forwarded slices of round r are in its slot (5f). */
-static int wait_fwd(numacoll_team_t *t, red_ctl_t *c, uint32_t r)
-{
-    nc_backoff_t b;
-    int rc;
-    nc_backoff_init(&b, &t->wait);
-    /* acquire: pairs with the release of fwd in step 5f. */
-    while ((int32_t)(atomic_load_explicit(&c->fwd, memory_order_acquire) - r) < 0)
+    /* acquire: pairs with the owner's release of that word (done: step 4,
+     * 4b or X4; part: 4a; fwd: 5f): what it published is visible. */
+    while ((int32_t)(atomic_load_explicit(flag, memory_order_acquire) - r) < 0)
         if ((rc = nc_backoff(&b)) < 0)
             return rc;
     return 0;
@@ -455,20 +444,6 @@ static int fwd_out(const numacoll_team_t *t, red_state_t *st)
                                                   (int)NC_CFG_NUM(&t->cfg, NUMA_FORWARD),
                                                   t->numa_ratio);
     return st->fout;
-}
-
-/* Step 4b: member w's partials of round r are reduced. */
-static int wait_part(numacoll_team_t *t, red_ctl_t *c, uint32_t r)
-{
-    nc_backoff_t b;
-    int rc;
-    nc_backoff_init(&b, &t->wait);
-    /* acquire: pairs with the release of part in step 4a: the partials in
-     * the member's slot are visible. */
-    while ((int32_t)(atomic_load_explicit(&c->part, memory_order_acquire) - r) < 0)
-        if ((rc = nc_backoff(&b)) < 0)
-            return rc;
-    return 0;
 }
 
 /* ---- combining ---------------------------------------------------------------------- */
@@ -801,7 +776,7 @@ static int red_cma(numacoll_team_t *t, red_state_t *st, const char *in, char *ou
      * from 2^32 rounds ago never reads as this round's. */
     atomic_store_explicit(&st->ctl[me]->derr, myrc ? r : r - 1u, memory_order_relaxed);
     /* release: my slice (in my buffer or the root's) and derr before done;
-     * pairs with the acquire in wait_done() (X5). */
+     * pairs with the acquire in wait_ctl() (X5). */
     atomic_store_explicit(&st->ctl[me]->done, r, memory_order_release);
     st->done_pub = r;
     /* X5. */
@@ -810,7 +785,7 @@ static int red_cma(numacoll_team_t *t, red_state_t *st, const char *in, char *ou
         cma_slice_of(count, es, p, root, k, &klo, &khi);
         if (k == me || klo == khi)
             continue;
-        if ((rc2 = wait_done(t, st->ctl[k], r)))
+        if ((rc2 = wait_ctl(t, &st->ctl[k]->done, r)))
             return cma_fail(t, st, r, rc2);
         if (atomic_load_explicit(&st->ctl[k]->derr, memory_order_relaxed) == r) {
             if (reader && !rc)
@@ -938,14 +913,14 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
                 combine(op, k == me ? st->part : data_of(mine) + klo * es, st->src, nd, khi - klo);
             }
             /* release: my partials before part; pairs with the acquire in
-             * wait_part() (step 4b). */
+             * wait_ctl() (step 4b). */
             atomic_store_explicit(&st->ctl[me]->part, r, memory_order_release);
             st->part_pub = r;
             /* 4b. my slice over the domains' partials, in domain order */
             if (lo < hi) {
                 for (int d = 0; d < st->D; d++) {
                     const int w = st->work[d * p + me];
-                    if (d != st->mydom && (rc2 = wait_part(t, st->ctl[w], r)))
+                    if (d != st->mydom && (rc2 = wait_ctl(t, &st->ctl[w]->part, r)))
                         return nc_team_fail(t, rc2);
                     st->src[d] = d == st->mydom ? st->part : data_of(slot_of(st, w)) + lo * es;
                 }
@@ -959,7 +934,7 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
         }
         /* release: my reduced slice before done, and my reads of the
          * workers' partials (4b) before it; pairs with the acquire in
-         * wait_done() (step 5, and 5f: a worker overwrites its partial of my
+         * wait_ctl() (step 5, and 5f: a worker overwrites its partial of my
          * slice only after it). */
         atomic_store_explicit(&st->ctl[me]->done, r, memory_order_release);
         st->done_pub = r;
@@ -972,7 +947,7 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
                 slice_of(m, es, p, k, &klo, &khi);
                 if (klo == khi || st->pl.dom[k] == st->mydom || st->work[st->mydom * p + k] != me)
                     continue;
-                if ((rc2 = wait_done(t, st->ctl[k], r)))
+                if ((rc2 = wait_ctl(t, &st->ctl[k]->done, r)))
                     return nc_team_fail(t, rc2);
                 char *o = out + off + klo * es;
                 nc_copy(o, data_of(slot_of(st, k)) + klo * es, (khi - klo) * es);
@@ -985,7 +960,7 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
             if (t->shm_nt)
                 nc_copy_nt_fence();
             /* release: the forwarded slices (streamed: after the fence)
-             * before fwd; pairs with the acquire in wait_fwd() (step 5). */
+             * before fwd; pairs with the acquire in wait_ctl() (step 5). */
             atomic_store_explicit(&st->ctl[me]->fwd, r, memory_order_release);
             st->fwd_pub = r;
         }
@@ -1000,10 +975,10 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
                 if (fout && st->pl.dom[k] != st->mydom) {
                     if ((from = st->work[st->mydom * p + k]) == me)
                         continue;
-                    if ((rc2 = wait_fwd(t, st->ctl[from], r)))
+                    if ((rc2 = wait_ctl(t, &st->ctl[from]->fwd, r)))
                         return nc_team_fail(t, rc2);
                     t->reduce_fwd++;
-                } else if (k != me && (rc2 = wait_done(t, st->ctl[k], r))) {
+                } else if (k != me && (rc2 = wait_ctl(t, &st->ctl[k]->done, r))) {
                     return nc_team_fail(t, rc2);
                 }
                 nc_copy(out + off + klo * es, data_of(slot_of(st, from)) + klo * es,
