@@ -63,7 +63,7 @@ int nc_numa_plan_make(nc_numa_plan_t *pl, int p, const int *leaders, int numa_on
         return NUMACOLL_ERR_NOMEM;
     }
     for (int d = 0; d < D; d++) {
-        const int n = pl->dfirst[d + 1] - pl->dfirst[d];
+        const int n = nc_numa_plan_members(pl, d);
         for (int k = 0, j = 0; k < p; k++)
             pl->work[d * p + k] = pl->dom[k] == d ? k : pl->dmem[pl->dfirst[d] + j++ % n];
     }
@@ -103,7 +103,7 @@ int nc_coll_numa_plan(const struct numacoll_team *t, nc_numa_plan_t *pl, int num
 
 int nc_numa_plan_carry(const nc_numa_plan_t *pl, int d, int mode, double ratio)
 {
-    const int m = pl->dfirst[d + 1] - pl->dfirst[d];
+    const int m = nc_numa_plan_members(pl, d);
     if (!pl->work || m < 2 || mode == NC_NUMA_FWD_OFF)
         return 0;
     const double r = ratio > 0 ? ratio : NC_NUMA_RATIO_DEFAULT;

@@ -69,6 +69,12 @@ typedef struct nc_numa_plan {
                     reduces slice k over d, the one that carries block k into d */
 } nc_numa_plan_t;
 
+/* The number of members of domain d. */
+static inline int nc_numa_plan_members(const nc_numa_plan_t *pl, int d)
+{
+    return pl->dfirst[d + 1] - pl->dfirst[d];
+}
+
 /* 0, or NUMACOLL_ERR_NOMEM (pl is then freed). */
 int nc_numa_plan_make(nc_numa_plan_t *pl, int p, const int *leaders, int numa_on);
 void nc_numa_plan_free(nc_numa_plan_t *pl);

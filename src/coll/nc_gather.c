@@ -504,14 +504,14 @@ static void numa_choose(const numacoll_team_t *t, xg_state_t *st)
     const nc_numa_plan_t *pl = &st->pl;
     const int mine = pl->dom[t->rank];
     st->two = 0;
-    st->readers2 = pl->dfirst[mine + 1] - pl->dfirst[mine] - 1;
+    st->readers2 = nc_numa_plan_members(pl, mine) - 1;
     for (int d = 0; d < pl->D; d++) {
         if (d == mine)
             continue;
         st->into[d] = (char)nc_numa_plan_carry(pl, d, (int)NC_CFG_NUM(&t->cfg, NUMA_FORWARD),
                                                t->numa_ratio);
         st->two |= st->into[d];
-        st->readers2 += st->into[d] ? 1 : pl->dfirst[d + 1] - pl->dfirst[d];
+        st->readers2 += st->into[d] ? 1 : nc_numa_plan_members(pl, d);
     }
 }
 
@@ -645,7 +645,7 @@ static void fwd_open(numacoll_team_t *t, xg_state_t *st, xg_rd_t *r, uint64_t c,
     if (!rc) {
         xg_wr_t *w = &st->wr[(*nw)++];
         *w = (xg_wr_t){.dst = -2, .from = r->to, .start = st->pos,
-                       .readers = pl->dfirst[dm + 1] - pl->dfirst[dm] - 1,
+                       .readers = nc_numa_plan_members(pl, dm) - 1,
                        .rdi = (int)(r - st->rd)};
         w->end = st->pos += frags(st, r->bytes);
         t->gather_fwd++;

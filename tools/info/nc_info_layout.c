@@ -448,8 +448,8 @@ void nc_info_print_coll_plans(FILE *out, int p, const int *leaders, double ratio
                     order, at + 32 >= sizeof order ? ", ..." : "");
         else
             fprintf(out, "  into group %d (%d member%s from %d): each reads every block itself\n",
-                    d, pl.dfirst[d + 1] - pl.dfirst[d],
-                    pl.dfirst[d + 1] - pl.dfirst[d] == 1 ? "" : "s", pl.dmem[pl.dfirst[d]]);
+                    d, nc_numa_plan_members(&pl, d),
+                    nc_numa_plan_members(&pl, d) == 1 ? "" : "s", pl.dmem[pl.dfirst[d]]);
     }
     nc_numa_plan_free(&pl);
 }
