@@ -125,8 +125,9 @@
  *
  * Single copy (CMA, shm/nc_cma.h). When the team may use CMA and a call
  * is neither small nor below t->reduce_cma_min[root < 0] (0 with
- * NUMACOLL_TRANSPORT=cma; else NUMACOLL_REDUCE_CMA_MIN if set; else the
- * cache rule, reduce_cma_switch() in core/nc_team.c; the same on every
+ * NUMACOLL_TRANSPORT=cma; else NUMACOLL_REDUCE_CMA_MIN (reduce) or
+ * NUMACOLL_ALLREDUCE_CMA_MIN (allreduce) if set; else the cache rule,
+ * reduce_cma_switch() in core/nc_team.c; the same on every
  * member: agreed at team creation), it takes one round and nothing of the
  * data goes through the slots: the members read each other's buffers in
  * place.
@@ -345,6 +346,7 @@ int nc_reduce_init(struct numacoll_team *t)
     const int64_t tr = NC_CFG_NUM(&t->cfg, TRANSPORT);
     if (p > 1 && tr != NC_TRANSPORT_SHM &&
         (tr == NC_TRANSPORT_CMA || NC_CFG_NUM(&t->cfg, REDUCE_CMA_MIN) ||
+         NC_CFG_NUM(&t->cfg, ALLREDUCE_CMA_MIN) ||
          (t->cache_shared != 1 && t->nleaders == 1))) {
         size_t c = RED_CMA_BUF / (size_t)(p - 1);
         c = c < RED_CMA_CHUNK_MIN ? RED_CMA_CHUNK_MIN : c > RED_CMA_CHUNK_MAX ? RED_CMA_CHUNK_MAX : c;

@@ -65,8 +65,9 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
     X(TRANSPORT, NC_PT_ENUM, "auto", 0, 0, "auto|shm|cma", "",                                 \
       "Large broadcasts, gather-family blocks and reductions: auto (the cost model picks, per " \
       "size and collective, the copy through the segment or CMA; reductions: "                  \
-      "NUMACOLL_REDUCE_CMA_MIN), shm (always the segment) or cma (CMA above the inline size, "  \
-      "for reductions above the one-hand-off size, whenever the team can use it).")              \
+      "NUMACOLL_REDUCE_CMA_MIN, NUMACOLL_ALLREDUCE_CMA_MIN), shm (always the segment) or cma "  \
+      "(CMA above the inline size, for reductions above the one-hand-off size, whenever the "   \
+      "team can use it).")                                                                      \
     X(CMA_MIN, NC_PT_SIZE, "0", 0, INT64_C(1) << 50, NULL, "bytes",                            \
       "With NUMACOLL_TRANSPORT=auto, broadcasts of at least this many bytes use CMA; 0: the "   \
       "cost model's switch point (numacoll-info prints it).")                                   \
@@ -88,7 +89,7 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
     /* ---- barrier (coll/nc_barrier*.c) ---- */                                              \
     NC_PARAM_TABLE_BARRIER(X)                                                                   \
     /* ---- reductions (coll/nc_reduce.c) ---- */                                             \
-    X(REDUCE_FRAG_SIZE, NC_PT_SIZE, "65536", 256, 16 << 20, NULL, "bytes",                      \
+    X(REDUCE_FRAG_SIZE, NC_PT_SIZE, "262144", 256, 16 << 20, NULL, "bytes",                     \
       "Reductions: bytes of one slot; larger messages go in rounds of this size, each round "   \
       "reduced by all members at once, member i its i-th slice.")                               \
     X(REDUCE_SLOTS, NC_PT_INT, "4", 2, 64, NULL, "slots",                                       \
@@ -98,11 +99,15 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
       "Reductions up to this size (and the slot size) take one hand-off: every member (allreduce) " \
       "or the root (reduce) combines all contributions; larger ones are reduce-scattered.")     \
     X(REDUCE_CMA_MIN, NC_PT_SIZE, "0", 0, INT64_C(1) << 50, NULL, "bytes",                       \
-      "Reductions, NUMACOLL_TRANSPORT=auto: calls of at least this many bytes (and above the " \
-      "one-hand-off size, min(NUMACOLL_REDUCE_SMALL_MAX, NUMACOLL_REDUCE_FRAG_SIZE)) read "   \
-      "the contributions in place by CMA, each member its slice, instead of through the "      \
-      "slots; 0: reduce from 128 KiB when the members do not "                                 \
-      "all share a cache (hwloc) and sit on one NUMA node, allreduce never (docs/reduce.md).")  \
+      "MPI_Reduce (numacoll_reduce), NUMACOLL_TRANSPORT=auto: calls of at least this many "    \
+      "bytes (and above the one-hand-off size, min(NUMACOLL_REDUCE_SMALL_MAX, "                \
+      "NUMACOLL_REDUCE_FRAG_SIZE)) read the contributions in place by CMA, each member its "   \
+      "slice, instead of through the slots; 0: from 128 KiB when the members do not all share " \
+      "a cache (hwloc) and sit on one NUMA node; numacoll-tune measures it (docs/reduce.md).") \
+    X(ALLREDUCE_CMA_MIN, NC_PT_SIZE, "0", 0, INT64_C(1) << 50, NULL, "bytes",                    \
+      "MPI_Allreduce (numacoll_allreduce), NUMACOLL_TRANSPORT=auto: calls of at least this "   \
+      "many bytes (and above the one-hand-off size) go by CMA, as NUMACOLL_REDUCE_CMA_MIN; "   \
+      "0: never; numacoll-tune measures it (docs/reduce.md).")                                 \
     X(REDUCE_NUMA, NC_PT_INT, "1", 0, 1, NULL, "bool",                                          \
       "1: on a node with several NUMA nodes, reductions combine each NUMA node's members first, " \
       "then the NUMA nodes (docs/reduce.md); 0: one fold in rank order, the same bits on any node.") \

@@ -46,7 +46,7 @@ static const int agreed[] = {NC_P_BCAST_FRAG_SIZE, NC_P_BCAST_QUEUE_LEN, NC_P_BC
                              NC_P_REDUCE_FRAG_SIZE, NC_P_REDUCE_SLOTS,   NC_P_REDUCE_SMALL_MAX,
                              NC_P_REDUCE_NUMA,     NC_P_GATHER_FRAG_SIZE, NC_P_GATHER_SLOTS,
                              NC_P_GATHER_INLINE_MAX, NC_P_TRANSPORT, NC_P_REDUCE_CMA_MIN,
-                             NC_P_NUMA_FORWARD, NC_P_NUMA_RATIO};
+                             NC_P_ALLREDUCE_CMA_MIN, NC_P_NUMA_FORWARD, NC_P_NUMA_RATIO};
 #define NC_NAGREED ((int)NC_ARRAY_SIZE(agreed))
 
 typedef struct rec1 {
@@ -190,12 +190,18 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
         char v[2][40];
         for (int k = 0; k < 2; k++)
             fmt_switch(v[k], sizeof v[k], t->reduce_cma_min[k], small, "from ", " bytes");
-        nc_log_info(1, "transport, reductions: CMA %s (reduce), %s (allreduce) (%s)", v[0], v[1],
-                    NC_CFG_NUM(&t->cfg, TRANSPORT) == NC_TRANSPORT_CMA ? "NUMACOLL_TRANSPORT=cma"
-                    : NC_CFG_NUM(&t->cfg, REDUCE_CMA_MIN)
-                        ? "NUMACOLL_REDUCE_CMA_MIN"
-                        : t->nleaders > 1 ? "the members span NUMA nodes"
-                                          : cache_words(t));
+        const char *why[2];
+        const int set[2] = {NC_CFG_NUM(&t->cfg, REDUCE_CMA_MIN) != 0,
+                            NC_CFG_NUM(&t->cfg, ALLREDUCE_CMA_MIN) != 0};
+        const char *name[2] = {"NUMACOLL_REDUCE_CMA_MIN", "NUMACOLL_ALLREDUCE_CMA_MIN"};
+        for (int k = 0; k < 2; k++)
+            why[k] = NC_CFG_NUM(&t->cfg, TRANSPORT) == NC_TRANSPORT_CMA ? "NUMACOLL_TRANSPORT=cma"
+                     : set[k]                                            ? name[k]
+                     : k == 1                                            ? "the default"
+                     : t->nleaders > 1 ? "the members span NUMA nodes"
+                                       : cache_words(t);
+        nc_log_info(1, "transport, reductions: CMA %s (reduce: %s), %s (allreduce: %s)", v[0],
+                    why[0], v[1], why[1]);
     }
     nc_numa_plan_t np;
     if (!nc_coll_numa_plan(t, &np, 1)) {
@@ -312,24 +318,23 @@ static size_t xg_cma_switch(const numacoll_team_t *t, int kind)
 }
 
 /* The sizes from which reductions use CMA ([0] reduce, [1] allreduce):
- * NUMACOLL_TRANSPORT=cma: every large call; NUMACOLL_REDUCE_CMA_MIN: from
- * that size, both; else (0) reduce from NC_REDUCE_CMA_AUTO when the members
+ * NUMACOLL_TRANSPORT=cma: every large call; else NUMACOLL_REDUCE_CMA_MIN
+ * (reduce) and NUMACOLL_ALLREDUCE_CMA_MIN (allreduce) when set (numacoll-tune
+ * measures them); else (0) reduce from NC_REDUCE_CMA_AUTO when the members
  * do not all share a cache (hwloc) and sit on one NUMA node (on several,
  * the two-level plan through the slots crosses between nodes less), never
  * otherwise, and allreduce never (measured: docs/reduce.md). The same on
  * every member: the tunables, the members' cpusets and NUMA nodes are. */
 static void reduce_cma_switch(numacoll_team_t *t)
 {
-    const size_t set = (size_t)NC_CFG_NUM(&t->cfg, REDUCE_CMA_MIN);
-    if (NC_CFG_NUM(&t->cfg, TRANSPORT) == NC_TRANSPORT_CMA)
-        t->reduce_cma_min[0] = t->reduce_cma_min[1] = 0;
-    else if (set)
-        t->reduce_cma_min[0] = t->reduce_cma_min[1] = set;
-    else {
-        t->reduce_cma_min[0] =
-            t->cache_shared == 0 && t->nleaders == 1 ? NC_REDUCE_CMA_AUTO : SIZE_MAX;
-        t->reduce_cma_min[1] = SIZE_MAX;
-    }
+    const size_t set[2] = {(size_t)NC_CFG_NUM(&t->cfg, REDUCE_CMA_MIN),
+                           (size_t)NC_CFG_NUM(&t->cfg, ALLREDUCE_CMA_MIN)};
+    const size_t rule[2] = {
+        t->cache_shared == 0 && t->nleaders == 1 ? NC_REDUCE_CMA_AUTO : SIZE_MAX, SIZE_MAX};
+    for (int k = 0; k < 2; k++)
+        t->reduce_cma_min[k] = NC_CFG_NUM(&t->cfg, TRANSPORT) == NC_TRANSPORT_CMA ? 0
+                               : set[k]                                        ? set[k]
+                                                                               : rule[k];
 }
 
 static void team_free(numacoll_team_t *t)

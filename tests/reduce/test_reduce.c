@@ -654,6 +654,11 @@ static int check_result(const call_t *c, int p, int rank, const unsigned char *b
 static int g_expect_cma = -1; /* expect_cma=0|1, -1: not checked */
 static int g_expect_fwd = -1; /* expect_fwd=0|1, -1: not checked (mode ops) */
 static size_t g_small_max;    /* NUMACOLL_REDUCE_SMALL_MAX of this run */
+/* expect_cma: by CMA from these sizes ([0] reduce, [1] allreduce): 1: every
+ * large call; 2: the automatic rule on members that share no cache (reduce
+ * from 128 KiB, allreduce never); 3: NUMACOLL_REDUCE_CMA_MIN and
+ * NUMACOLL_ALLREDUCE_CMA_MIN, as set for the run */
+static size_t g_cma_min[2];
 
 static int run_call(numacoll_team_t *tm, int rank, int p, const call_t *c, bufs_t *b)
 {
@@ -691,11 +696,8 @@ static int run_call(numacoll_team_t *tm, int rank, int p, const call_t *c, bufs_
     describe(c, p, rank, what, sizeof what);
     CHECK(!uop_bad, "%s: the user function got a wrong ctx", what);
     if (g_expect_cma >= 0) {
-        /* 2: the automatic rule on members that share no cache: reduce from
-         * 128 KiB, allreduce never */
-        const int want = g_expect_cma == 2 ? p > 1 && n > g_small_max && c->root >= 0 &&
-                                                 n >= ((size_t)128 << 10)
-                                           : g_expect_cma && p > 1 && n > g_small_max;
+        /* above the small size, from the switch point of the kind of call */
+        const int want = g_expect_cma && p > 1 && n > g_small_max && n >= g_cma_min[c->root < 0];
         CHECK((tm->reduce_cma > cma0) == want, "%s: %s by CMA", what, want ? "not" : "went");
     }
     long g = guard_bad(b->s, n);
@@ -1664,6 +1666,17 @@ int main(int argc, char **argv)
         g_small_max = strtoull(sm, NULL, 0);
         if (g_small_max > strtoull(fs, NULL, 0))
             g_small_max = strtoull(fs, NULL, 0);
+    }
+    if (g_expect_cma == 2) {
+        g_cma_min[0] = (size_t)128 << 10;
+        g_cma_min[1] = SIZE_MAX;
+    } else if (g_expect_cma == 3) {
+        static const char *const k[2] = {"REDUCE_CMA_MIN", "ALLREDUCE_CMA_MIN"};
+        for (int j = 0; j < 2; j++) {
+            char v[32];
+            numacoll_param_get(k[j], v, sizeof v, NULL);
+            g_cma_min[j] = strtoull(v, NULL, 0);
+        }
     }
     int fails;
     if (!strcmp(m, "ops")) {

@@ -167,12 +167,15 @@ static void print_choice(FILE *out, const nc_config_t *cfg, int np, int cores, i
         fprintf(out, "switch point to CMA (model), a team of p on %d CPUs:", cores);
         print_points(out, &x, -1, np, cores, coop, (size_t)NC_CFG_NUM(cfg, BCAST_INLINE_MAX));
     }
-    /* Reductions: no model, the tunable or NUMACOLL_TRANSPORT alone */
-    if (!print_override(out, cfg, NC_P_REDUCE_CMA_MIN, "reductions, "))
-        fprintf(out, "reductions, switch point: reduce from %zu KiB when a team's members do "
-                     "not all share a cache (hwloc) on one NUMA node, else never; allreduce never "
-                     "(NUMACOLL_REDUCE_CMA_MIN=0; docs/reduce.md)\n",
+    /* Reductions: no model; the tunables (numacoll-tune measures them) or the rule */
+    if (!print_override(out, cfg, NC_P_REDUCE_CMA_MIN, "reduce, "))
+        fprintf(out, "reduce, switch point: from %zu KiB when a team's members do not all share "
+                     "a cache (hwloc) on one NUMA node, else never (NUMACOLL_REDUCE_CMA_MIN=0; "
+                     "docs/reduce.md)\n",
                 NC_REDUCE_CMA_AUTO >> 10);
+    if (!print_override(out, cfg, NC_P_ALLREDUCE_CMA_MIN, "allreduce, "))
+        fprintf(out, "allreduce, switch point: never (NUMACOLL_ALLREDUCE_CMA_MIN=0; "
+                     "docs/reduce.md)\n");
 }
 
 void nc_info_print_copy(FILE *out, const nc_config_t *cfg, int np, int cores)

@@ -37,6 +37,12 @@
  *      size from 0 B to 16 MiB in one interleaved run: wherever the choice is
  *      slower, the tune file keeps the defaults (for the queue, for the
  *      transport, or for both), so a tune file never makes a size slower;
+ *   5e. the gather family: MPI_Gather and MPI_Alltoall through the segment
+ *      and by CMA, the measured crossover next to the model's (printed only);
+ *   5f. the reductions' transports: MPI_Reduce and MPI_Allreduce through the
+ *      slots and by CMA (with 5b's choice), next to the built-in rule: the
+ *      measured crossovers become NUMACOLL_REDUCE_CMA_MIN and
+ *      NUMACOLL_ALLREDUCE_CMA_MIN unless slower than the rule somewhere;
  *   6. the tune file section (--output), the plots (--plot).
  * Steps 2-5 tune the queue: they force NUMACOLL_TRANSPORT=shm.
  */
@@ -681,27 +687,39 @@ static MPI_Comm reduce_comm(size_t small_max, size_t frag)
     return c;
 }
 
-/* Time of one MPI_Allreduce of m bytes of doubles (MPI_SUM) on c: t_max per
- * call, 20th percentile over the calls, as the broadcasts. */
-static double time_mpi_allreduce(MPI_Comm c, double *in, double *out, size_t m, const opts_t *o)
+/* Time of one MPI_Allreduce (root < 0) or MPI_Reduce to root of m bytes of
+ * doubles (MPI_SUM) on c: t_max per call, 20th percentile over the calls, as
+ * the broadcasts. */
+static double time_mpi_red(MPI_Comm c, double *in, double *out, size_t m, int root,
+                           const opts_t *o)
 {
     const int n8 = (int)(m / sizeof(double));
     double t0, warm = 0;
-    for (int i = 0; i < 2; i++) {
+    int n = 0;
+    double *v = NULL;
+    for (int i = -2; i < n; i++) {
         PMPI_Barrier(c);
         t0 = now();
-        MPI_Allreduce(in, out, n8, MPI_DOUBLE, MPI_SUM, c);
-        warm = now() - t0;
+        if (root < 0)
+            MPI_Allreduce(in, out, n8, MPI_DOUBLE, MPI_SUM, c);
+        else
+            MPI_Reduce(in, out, n8, MPI_DOUBLE, MPI_SUM, root, c);
+        const double dt = now() - t0;
+        if (i == -1) {
+            warm = dt;
+            n = iterations(max_all(warm), o->quick ? 0.01 : 0.05, 3, o->quick ? 30 : 200);
+            if (!(v = malloc(sizeof(double) * (size_t)n)))
+                nc_tool_abort(MPI_COMM_WORLD, 1);
+        } else if (i >= 0) {
+            v[i] = dt;
+        }
     }
-    int n = iterations(max_all(warm), o->quick ? 0.01 : 0.05, 3, o->quick ? 30 : 200);
-    double *v = malloc(sizeof(double) * (size_t)n);
-    for (int i = 0; i < n; i++) {
-        PMPI_Barrier(c);
-        t0 = now();
-        MPI_Allreduce(in, out, n8, MPI_DOUBLE, MPI_SUM, c);
-        v[i] = now() - t0;
-    }
-    return robust_tmax(v, n);
+    return robust_tmax(v, n); /* frees v */
+}
+
+static double time_mpi_allreduce(MPI_Comm c, double *in, double *out, size_t m, const opts_t *o)
+{
+    return time_mpi_red(c, in, out, m, -1, o);
 }
 
 typedef struct red_choice {
@@ -752,8 +770,8 @@ static red_choice_t tune_reductions(const opts_t *o)
     say("   -> NUMACOLL_REDUCE_SMALL_MAX = %zu\n", ch.small_max);
 
     /* the slot size */
-    static const size_t fr_full[] = {16384, 65536, 262144};
-    static const size_t fr_quick[] = {16384, 65536};
+    static const size_t fr_full[] = {65536, 262144, 1 << 20};
+    static const size_t fr_quick[] = {65536, 262144};
     const size_t *fr = o->quick ? fr_quick : fr_full;
     const int nfr = o->quick ? 2 : 3;
     static const size_t big_full[] = {262144, 1 << 20, 4 << 20};
@@ -838,6 +856,129 @@ static red_choice_t tune_reductions(const opts_t *o)
     free(in);
     free(out);
     return ch;
+}
+
+/* ---- 5f. the reductions' transports ---------------------------------------------- */
+
+/* A duplicate of MPI_COMM_WORLD whose team takes reductions through the slots
+ * (shm), by CMA above the one-hand-off size (cma) or by the built-in rule
+ * (auto, both switch points 0), with 5b's small max and slot size. */
+static MPI_Comm red_transport_comm(const char *transport, const red_choice_t *rc)
+{
+    numacoll_param_set("TRANSPORT", transport);
+    numacoll_param_set("REDUCE_CMA_MIN", "0");
+    numacoll_param_set("ALLREDUCE_CMA_MIN", "0");
+    return reduce_comm(rc->small_max, rc->frag);
+}
+
+typedef struct red_xfer {
+    int measured;  /* CMA is allowed between the ranks and was timed */
+    size_t min[2]; /* [0] reduce, [1] allreduce: the switch point to write; 0: none
+                      (the default kept: the choice was slower somewhere) */
+} red_xfer_t;
+
+/* 5f: MPI_Reduce (root 0) and MPI_Allreduce, cache-resident as in 5b, through
+ * the slots and by CMA from 32 KiB to 16 MiB (quick: 64 KiB to 1 MiB),
+ * interleaved with the built-in rule. The measured crossover (the smallest
+ * size from which CMA is faster at every larger size measured; 2^50: never)
+ * becomes NUMACOLL_REDUCE_CMA_MIN / NUMACOLL_ALLREDUCE_CMA_MIN, unless it is
+ * slower than the built-in rule at some size by more than NC_TUNE_KEEP_PCT
+ * (and 0.1 us) after two more timings there: then nothing is written and the
+ * rule stays. Tuning never makes a reduction size slower. */
+static red_xfer_t tune_red_transport(const opts_t *o, const red_choice_t *rc)
+{
+    red_xfer_t rx = {0, {0, 0}};
+    static const char *const kept[] = {"TRANSPORT", "REDUCE_CMA_MIN", "ALLREDUCE_CMA_MIN",
+                                       "REDUCE_SMALL_MAX", "REDUCE_FRAG_SIZE"};
+    enum { NKEPT = sizeof kept / sizeof kept[0] };
+    char was[NKEPT][32];
+    for (int k = 0; k < NKEPT; k++)
+        numacoll_param_get(kept[k], was[k], sizeof was[k], NULL);
+    say("5f. the reductions' transports: MPI_Reduce (root 0) and MPI_Allreduce (MPI_DOUBLE, "
+        "MPI_SUM), cache-resident, through the slots and by CMA, next to the built-in rule\n");
+    MPI_Comm cc = red_transport_comm("cma", rc);
+    numacoll_team_t *t = numacoll_mpi_comm_team(cc);
+    int ok = t && t->cma, all;
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, node);
+    if (!all) {
+        say("   CMA is not allowed between these ranks (%s): nothing to choose\n\n",
+            t ? t->cma_why : "no team");
+        MPI_Comm_free(&cc);
+        for (int k = 0; k < NKEPT; k++)
+            numacoll_param_set(kept[k], was[k]);
+        return rx;
+    }
+    MPI_Comm cs = red_transport_comm("shm", rc), cd = red_transport_comm("auto", rc);
+    enum { NX = 10 };
+    const size_t lo = o->quick ? 64 << 10 : 32 << 10, hi = o->quick ? 1 << 20 : 16 << 20;
+    const size_t step = o->quick ? 4 : 2;
+    double *in = malloc(hi), *out = malloc(hi);
+    if (!in || !out)
+        nc_tool_abort(MPI_COMM_WORLD, 1);
+    for (size_t k = 0; k < hi / sizeof *in; k++)
+        in[k] = (double)(k % 1000) + rank;
+    static const char *const name[2] = {"reduce", "allreduce"};
+    static const char *const key[2] = {"NUMACOLL_REDUCE_CMA_MIN", "NUMACOLL_ALLREDUCE_CMA_MIN"};
+    for (int a = 0; a < 2; a++) {
+        const int root = a ? -1 : 0;
+        size_t xm[NX];
+        double ts[NX], tc[NX], td[NX];
+        int nx = 0;
+        say("   %-9s %8s %11s %11s %11s\n", name[a], "m", "slots", "CMA", "rule");
+        for (size_t m = lo; m <= hi && nx < NX; m *= step, nx++) {
+            xm[nx] = m;
+            ts[nx] = time_mpi_red(cs, in, out, m, root, o);
+            tc[nx] = time_mpi_red(cc, in, out, m, root, o);
+            td[nx] = time_mpi_red(cd, in, out, m, root, o);
+            say("   %-9s %8zu %8.1f us %8.1f us %8.1f us\n", "", m, ts[nx] * 1e6, tc[nx] * 1e6,
+                td[nx] * 1e6);
+        }
+        size_t cross = SIZE_MAX;
+        for (int i = nx - 1; i >= 0 && tc[i] <= ts[i]; i--)
+            cross = xm[i];
+        /* against the rule, size by size */
+        int slower = 0;
+        for (int i = 0; i < nx; i++) {
+            const int by_cma = xm[i] >= cross;
+            double tx = by_cma ? tc[i] : ts[i], tr = td[i];
+            if (tx <= tr * (1 + NC_TUNE_KEEP_PCT / 100) + 1e-7)
+                continue;
+            MPI_Comm cx = by_cma ? cc : cs;
+            for (int j = 0; j < 2; j++) {
+                tx = fmin(tx, time_mpi_red(cx, in, out, xm[i], root, o));
+                tr = fmin(tr, time_mpi_red(cd, in, out, xm[i], root, o));
+            }
+            if (tx > tr * (1 + NC_TUNE_KEEP_PCT / 100) + 1e-7) {
+                say("   %-9s %8zu: the crossover's %s (%.1f us) is slower than the rule "
+                    "(%.1f us)\n",
+                    "", xm[i], by_cma ? "CMA" : "slots", tx * 1e6, tr * 1e6);
+                slower = 1;
+            }
+        }
+        char c[32];
+        if (cross == SIZE_MAX)
+            snprintf(c, sizeof c, "never");
+        else
+            fmt_size((double)cross, c, sizeof c);
+        if (slower) {
+            say("   -> %s: measured crossover %s, slower than the rule at some size: nothing "
+                "written (%s stays 0, the rule)\n",
+                name[a], c, key[a]);
+        } else {
+            rx.min[a] = cross == SIZE_MAX ? (size_t)1 << 50 : cross;
+            say("   -> %s: measured crossover %s: %s = %zu\n", name[a], c, key[a], rx.min[a]);
+        }
+    }
+    rx.measured = 1;
+    MPI_Comm_free(&cc);
+    MPI_Comm_free(&cs);
+    MPI_Comm_free(&cd);
+    for (int k = 0; k < NKEPT; k++)
+        numacoll_param_set(kept[k], was[k]);
+    free(in);
+    free(out);
+    say("\n");
+    return rx;
 }
 
 /* ---- options ------------------------------------------------------------------------ */
@@ -1286,6 +1427,9 @@ int main(int argc, char **argv)
     tune_xg_transport(&o, &xc, vbuf, vbytes);
     free(vbuf);
 
+    /* 5f. */
+    const red_xfer_t rxf = tune_red_transport(&o, &red);
+
     /* 6. */
     nc_tune_section_t sec;
     memset(&sec, 0, sizeof sec);
@@ -1310,6 +1454,12 @@ int main(int argc, char **argv)
     ok &= !nc_tune_section_set(&sec, "REDUCE_SMALL_MAX", v, err, sizeof err);
     snprintf(v, sizeof v, "%zu", red.frag);
     ok &= !nc_tune_section_set(&sec, "REDUCE_FRAG_SIZE", v, err, sizeof err);
+    static const char *const rxk[2] = {"REDUCE_CMA_MIN", "ALLREDUCE_CMA_MIN"};
+    for (int k = 0; k < 2; k++)
+        if (rxf.measured && rxf.min[k]) {
+            snprintf(v, sizeof v, "%zu", rxf.min[k]);
+            ok &= !nc_tune_section_set(&sec, rxk[k], v, err, sizeof err);
+        }
     if (numa_r > 0) {
         snprintf(v, sizeof v, "%.0f", fmin(numa_r, 1000.0) * 1000.0);
         ok &= !nc_tune_section_set(&sec, "NUMA_RATIO", v, err, sizeof err);
