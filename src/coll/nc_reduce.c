@@ -512,8 +512,9 @@ static int check_headers(numacoll_team_t *t, red_state_t *st, uint64_t bytes,
         if (sl->bytes == bytes && sl->root == root && sl->elem == elem &&
             !((sl->code ^ code) & ~RED_CMA_BIT)) {
             nc_log_error("%s: members %d and %d chose different transports for %llu bytes "
-                         "(CMA and the slots): set NUMACOLL_TRANSPORT and "
-                         "NUMACOLL_REDUCE_CMA_MIN alike on every rank",
+                         "(CMA and the slots): set NUMACOLL_TRANSPORT, "
+                         "NUMACOLL_REDUCE_CMA_MIN and NUMACOLL_ALLREDUCE_CMA_MIN alike on "
+                         "every rank",
                          root < 0 ? "allreduce" : "reduce", t->rank, k, (unsigned long long)bytes);
             return NUMACOLL_ERR_MISMATCH;
         }

@@ -100,7 +100,7 @@ static int my_numa(uint64_t cpus[NC_TOPO_CPUSET_WORDS])
 static void fmt_switch(char *v, size_t n, size_t min, size_t below, const char *pre,
                        const char *post)
 {
-    if (min == SIZE_MAX)
+    if (min == SIZE_MAX || min >= (size_t)1 << 50) /* 2^50: a tunable's "never" */
         snprintf(v, n, "never");
     else
         snprintf(v, n, "%s%zu%s", pre, min > below ? min : below + 1, post);
@@ -418,7 +418,7 @@ static int budget_layout(numacoll_team_t *t, const nc_config_t *cfg, nc_layout_t
                               "by %s): a team of %d needs at least %s (s=%d); such teams are not "
                               "created (in MPI: their communicators go to the MPI library). Raise "
                               "NUMACOLL_SHM_LIMIT, free communicators or lower "
-                              "NUMACOLL_BCAST_FRAG_SIZE",
+                              "NUMACOLL_REDUCE_FRAG_SIZE or NUMACOLL_BCAST_FRAG_SIZE",
                               lim, used, st.shared ? "this job on this node" : "this process", p,
                               need, s);
             return NUMACOLL_ERR_NOSPACE;

@@ -128,7 +128,8 @@ int nc_shm_reserve(int fd, size_t off, size_t len, const char *what, char *why, 
     nc_shm_fmt_bytes(size, total, sizeof total);
     snprintf(why, whylen,
              "%s needs %s of " NC_SHM_DIR ", which has %s free of %s (%s); lower "
-             "NUMACOLL_BCAST_QUEUE_LEN or NUMACOLL_BCAST_FRAG_SIZE, or enlarge " NC_SHM_DIR,
+             "NUMACOLL_REDUCE_FRAG_SIZE, NUMACOLL_BCAST_QUEUE_LEN or NUMACOLL_BCAST_FRAG_SIZE, "
+             "or enlarge " NC_SHM_DIR,
              what, need, have, total, strerror(e));
     return e == ENOSPC || e == EFBIG || e == ENOMEM ? NUMACOLL_ERR_NOSPACE : NUMACOLL_ERR_SHM;
 }

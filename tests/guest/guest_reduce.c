@@ -12,10 +12,10 @@
  *     pinning's;
  *   - int64 BXOR, exact;
  *   - allreduce, then reduce from every root, at 0, 1 and 7 elements and
- *     4096 +-8, 64 KiB +-8, 1 MiB + 24 and 4 MiB bytes (the small path, its
+ *     4096 +-8, 256 KiB +-8, 1 MiB + 24 and 4 MiB bytes (the small path, its
  *     limit, one and two fragments, many rounds through the slots);
  *   - in place once each: an allreduce (double, 1 MiB + 24) and a reduce
- *     (int64, 64 KiB + 8, root p-1);
+ *     (int64, 256 KiB + 8, root p-1);
  *   - two levels: the allreduce's results are forwarded inside each node
  *     (reduce_fwd) exactly where NUMACOLL_NUMA_FORWARD and the /sys distances
  *     say so (4x2 boots with a SLIT of 21: forwarded; 2x2: not);
@@ -57,9 +57,9 @@ static const size_t counts[] = {0,
                                 (4096 - 8) / 8,
                                 4096 / 8,
                                 (4096 + 8) / 8,
-                                (65536 - 8) / 8,
-                                65536 / 8,
-                                (65536 + 8) / 8,
+                                (262144 - 8) / 8,
+                                262144 / 8,
+                                (262144 + 8) / 8,
                                 ((1u << 20) + 24) / 8,
                                 (4u << 20) / 8};
 #define NSIZES (sizeof counts / sizeof *counts)
@@ -82,7 +82,7 @@ enum {
 static const char *const cname[NCHECKS] = {
     "allreduce double/sum", "reduce double/sum (every root)",
     "allreduce int64/bxor", "reduce int64/bxor (every root)",
-    "in place (allreduce double/sum 1 MiB+24, reduce int64/bxor 64 KiB+8 root p-1)",
+    "in place (allreduce double/sum 1 MiB+24, reduce int64/bxor 256 KiB+8 root p-1)",
     "placement of the reduction slots (move_pages)"};
 
 /* Shared with the members (MAP_SHARED before the fork). */
@@ -374,7 +374,7 @@ static size_t find_size(size_t bytes)
 }
 
 /* In place once each: allreduce double/sum at 1 MiB + 24, reduce int64/bxor
- * at 64 KiB + 8 to root p-1 (the root's input in recvbuf, the others' in
+ * at 256 KiB + 8 to root p-1 (the root's input in recvbuf, the others' in
  * sendbuf). */
 static int run_inplace(member_t *mb, counters_t *c)
 {
@@ -395,7 +395,7 @@ static int run_inplace(member_t *mb, counters_t *c)
         bytes += (long)(m * 8);
     }
 
-    s = find_size(65536 + 8);
+    s = find_size(262144 + 8);
     m = counts[s];
     const int root = mb->p - 1;
     describe_case(cs, sizeof cs, "in-place reduce", T_XOR, s, root);

@@ -47,7 +47,8 @@
  * expect_cma=1 checks that every call of p > 1 above NUMACOLL_REDUCE_SMALL_MAX
  * went by CMA (NUMACOLL_TRANSPORT=cma), expect_cma=0 that none did,
  * expect_cma=2 the automatic rule where the members share no cache (every
- * reduce from 128 KiB, no allreduce).
+ * reduce from 128 KiB, no allreduce), expect_cma=3 NUMACOLL_REDUCE_CMA_MIN and
+ * NUMACOLL_ALLREDUCE_CMA_MIN as set, each 0 being that rule.
  */
 #include <float.h>
 #include <math.h>
@@ -855,7 +856,9 @@ static int body_sizes(int rank, int p, const char *name, void *arg)
     for (size_t ki = 0; ki < ARRAY_SIZE(kinds); ki++) {
         size_t es = T[kinds[ki].t].size, counts[16];
         int nc = 0;
-        static const size_t bounds[] = {4096, 65536, 262144};
+        /* the small path's end, 64 KiB, the default slot, the whole-round
+         * threshold of a reduce at p = 2 (4 default slots) */
+        static const size_t bounds[] = {4096, 65536, 262144, 1 << 20};
         for (size_t i = 0; i < ARRAY_SIZE(bounds); i++) {
             counts[nc++] = bounds[i] / es - 1;
             counts[nc++] = bounds[i] / es;
@@ -863,6 +866,7 @@ static int body_sizes(int rank, int p, const char *name, void *arg)
         }
         if (!kinds[ki].boundaries_only) {
             counts[nc++] = ((size_t)1 << 20) / es + 3;
+            counts[nc++] = ((size_t)5 << 19) / es + 1;
             counts[nc++] = ((size_t)3 << 20) / es;
             if (a->big)
                 counts[nc++] = ((size_t)64 << 20) / es;
@@ -1667,15 +1671,17 @@ int main(int argc, char **argv)
         if (g_small_max > strtoull(fs, NULL, 0))
             g_small_max = strtoull(fs, NULL, 0);
     }
-    if (g_expect_cma == 2) {
+    if (g_expect_cma >= 2) {
         g_cma_min[0] = (size_t)128 << 10;
         g_cma_min[1] = SIZE_MAX;
-    } else if (g_expect_cma == 3) {
+    }
+    if (g_expect_cma == 3) {
         static const char *const k[2] = {"REDUCE_CMA_MIN", "ALLREDUCE_CMA_MIN"};
         for (int j = 0; j < 2; j++) {
             char v[32];
             numacoll_param_get(k[j], v, sizeof v, NULL);
-            g_cma_min[j] = strtoull(v, NULL, 0);
+            if (strtoull(v, NULL, 0))
+                g_cma_min[j] = strtoull(v, NULL, 0);
         }
     }
     int fails;

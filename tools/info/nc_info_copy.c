@@ -98,7 +98,7 @@ static void file_line(const char *path, const char *key, char *buf, size_t len)
 
 static void fmt_size(size_t n, char *buf, size_t len)
 {
-    if (n == SIZE_MAX)
+    if (n == SIZE_MAX || n >= (size_t)1 << 50) /* 2^50: a tunable's "never" */
         snprintf(buf, len, "never");
     else
         nc_shm_fmt_bytes(n, buf, len);

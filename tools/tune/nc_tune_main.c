@@ -909,6 +909,26 @@ static red_xfer_t tune_red_transport(const opts_t *o, const red_choice_t *rc)
         return rx;
     }
     MPI_Comm cs = red_transport_comm("shm", rc), cd = red_transport_comm("auto", rc);
+    /* Every team active and with its full slots (the budget shortens them with
+     * the queue), else the times would be the MPI library's or another F's. */
+    numacoll_team_t *tshm = numacoll_mpi_comm_team(cs), *trule = numacoll_mpi_comm_team(cd);
+    t = numacoll_mpi_comm_team(cc);
+    ok = t && tshm && trule && !t->queue_reduced && !tshm->queue_reduced && !trule->queue_reduced;
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, node);
+    /* the rule's switch points, as the library resolved them for this team */
+    size_t rule_min[2] = {SIZE_MAX, SIZE_MAX};
+    if (trule)
+        memcpy(rule_min, trule->reduce_cma_min, sizeof rule_min);
+    if (!all) {
+        say("   numacoll is not active on every duplicate, or the shared-memory budget "
+            "shortened its slots: nothing measured\n\n");
+        MPI_Comm_free(&cc);
+        MPI_Comm_free(&cs);
+        MPI_Comm_free(&cd);
+        for (int k = 0; k < NKEPT; k++)
+            numacoll_param_set(kept[k], was[k]);
+        return rx;
+    }
     enum { NX = 10 };
     const size_t lo = o->quick ? 64 << 10 : 32 << 10, hi = o->quick ? 1 << 20 : 16 << 20;
     const size_t step = o->quick ? 4 : 2;
@@ -936,12 +956,12 @@ static red_xfer_t tune_red_transport(const opts_t *o, const red_choice_t *rc)
         size_t cross = SIZE_MAX;
         for (int i = nx - 1; i >= 0 && tc[i] <= ts[i]; i--)
             cross = xm[i];
-        /* against the rule, size by size */
+        /* against the rule, size by size, where the two take different transports */
         int slower = 0;
         for (int i = 0; i < nx; i++) {
             const int by_cma = xm[i] >= cross;
             double tx = by_cma ? tc[i] : ts[i], tr = td[i];
-            if (tx <= tr * (1 + NC_TUNE_KEEP_PCT / 100) + 1e-7)
+            if (by_cma == (xm[i] >= rule_min[a]) || tx <= tr * (1 + NC_TUNE_KEEP_PCT / 100) + 1e-7)
                 continue;
             MPI_Comm cx = by_cma ? cc : cs;
             for (int j = 0; j < 2; j++) {
