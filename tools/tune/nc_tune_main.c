@@ -37,8 +37,10 @@
  *      size from 0 B to 16 MiB in one interleaved run: wherever the choice is
  *      slower, the tune file keeps the defaults (for the queue, for the
  *      transport, or for both), so a tune file never makes a size slower;
- *   5e. the gather family: MPI_Gather and MPI_Alltoall through the segment
- *      and by CMA, the measured crossover next to the model's (printed only);
+ *   5e. the gather family: MPI_Gather, MPI_Allgather and MPI_Alltoall through
+ *      the segment, by CMA and as the library chooses: the measured crossovers
+ *      next to the model's; the largest becomes NUMACOLL_GATHER_CMA_MIN unless
+ *      slower than the library's choice somewhere;
  *   5f. the reductions' transports: MPI_Reduce and MPI_Allreduce through the
  *      slots and by CMA (with 5b's choice), next to the built-in rule: the
  *      measured crossovers become NUMACOLL_REDUCE_CMA_MIN and
@@ -567,12 +569,13 @@ static int validate(const opts_t *o, const nc_tune_setting_t *q, const char *tre
 
 /* ---- 5e. the gather family's transports ------------------------------------------- */
 
-/* Time of one MPI_Gather (root 0) or MPI_Alltoall of m bytes per block on c,
- * each call in the next window of the pool (send blocks, then receive blocks). */
-static double time_mpi_xg(MPI_Comm c, int alltoall, char *pool, size_t poolbytes, size_t m,
+/* Time of one exchange of kind k (NC_XG_ROOTED: MPI_Gather to root 0,
+ * NC_XG_ALLGATHER, NC_XG_ALLTOALL) of m bytes per block on c, each call in the
+ * next window of the pool (send blocks, then receive blocks). */
+static double time_mpi_xg(MPI_Comm c, int k, char *pool, size_t poolbytes, size_t m,
                           const opts_t *o)
 {
-    const size_t sbytes = alltoall ? (size_t)p * m : m;
+    const size_t sbytes = k == NC_XG_ALLTOALL ? (size_t)p * m : m;
     const size_t step = (sbytes + (size_t)p * m + page - 1) / page * page;
     const size_t nwin = poolbytes >= step ? poolbytes / step : 1;
     double t0, warm = 0;
@@ -582,8 +585,10 @@ static double time_mpi_xg(MPI_Comm c, int alltoall, char *pool, size_t poolbytes
         char *s = pool + (size_t)(i < 0 ? 0 : i) % nwin * step, *r = s + sbytes;
         PMPI_Barrier(c);
         t0 = now();
-        if (alltoall)
+        if (k == NC_XG_ALLTOALL)
             MPI_Alltoall(s, (int)m, MPI_BYTE, r, (int)m, MPI_BYTE, c);
+        else if (k == NC_XG_ALLGATHER)
+            MPI_Allgather(s, (int)m, MPI_BYTE, r, (int)m, MPI_BYTE, c);
         else
             MPI_Gather(s, (int)m, MPI_BYTE, r, (int)m, MPI_BYTE, 0, c);
         const double dt = now() - t0;
@@ -599,61 +604,75 @@ static double time_mpi_xg(MPI_Comm c, int alltoall, char *pool, size_t poolbytes
     return robust_tmax(v, n); /* frees v */
 }
 
-/* 5e: for MPI_Gather and MPI_Alltoall, the segment against CMA off-cache, the
- * measured crossover (the smallest size from which CMA is faster at every
- * larger size measured) next to the cost model's switch point with the
- * constants of 5c (model/nc_model.h, nc_xg_switch_point). Printed only: the
- * library takes the model's switch points (NUMACOLL_GATHER_CMA_MIN sets one
- * for the whole family). */
-static void tune_xg_transport(const opts_t *o, const xfer_choice_t *xc, char *pool,
-                              size_t poolbytes)
+/* 5e: MPI_Gather (root 0), MPI_Allgather and MPI_Alltoall, off-cache, through
+ * the segment and by CMA: each kind's measured crossover (the smallest size
+ * from which CMA is faster at every larger size measured) next to the cost
+ * model's switch point with the constants of 5c (nc_xg_switch_point). The
+ * largest of the three crossovers (CMA where every kind gains) is
+ * NUMACOLL_GATHER_CMA_MIN, written unless the transport it picks is slower
+ * than the library's own choice (the built-in model) at some size by more
+ * than NC_TUNE_KEEP_PCT and 0.1 us after two more timings there. Returns the
+ * value to write, 0 for nothing. */
+static size_t tune_xg_transport(const opts_t *o, const xfer_choice_t *xc, char *pool,
+                                size_t poolbytes)
 {
-    const char *shm[][2] = {{"TRANSPORT", "shm"}, {"CMA_COOP", NULL}};
-    const char *cma[][2] = {{"TRANSPORT", "cma"}, {"CMA_COOP", NULL}};
-    say("5e. the gather family: MPI_Gather (root 0) and MPI_Alltoall off-cache, through the "
-        "segment and by CMA [us]\n");
-    char was[32];
-    numacoll_param_get("TRANSPORT", was, sizeof was, NULL);
-    MPI_Comm cs = bcast_comm(shm, 2, pool), cc = bcast_comm(cma, 2, pool);
-    numacoll_param_set("TRANSPORT", was);
-    numacoll_team_t *t = numacoll_mpi_comm_team(cc);
-    int ok = t && t->cma, all;
+    const char *shm[][2] = {{"TRANSPORT", "shm"}, {"CMA_COOP", NULL}, {"GATHER_CMA_MIN", "0"}};
+    const char *cma[][2] = {{"TRANSPORT", "cma"}, {"CMA_COOP", NULL}, {"GATHER_CMA_MIN", "0"}};
+    const char *lib[][2] = {{"TRANSPORT", "auto"}, {"CMA_COOP", NULL}, {"GATHER_CMA_MIN", "0"}};
+    say("5e. the gather family: MPI_Gather (root 0), MPI_Allgather and MPI_Alltoall off-cache, "
+        "through the segment, by CMA and as the library chooses (the model) [us]\n");
+    char was[2][32];
+    numacoll_param_get("TRANSPORT", was[0], sizeof was[0], NULL);
+    numacoll_param_get("GATHER_CMA_MIN", was[1], sizeof was[1], NULL);
+    MPI_Comm cs = bcast_comm(shm, 3, pool), cc = bcast_comm(cma, 3, pool),
+             cl = bcast_comm(lib, 3, pool);
+    numacoll_param_set("TRANSPORT", was[0]);
+    numacoll_param_set("GATHER_CMA_MIN", was[1]);
+    numacoll_team_t *t = numacoll_mpi_comm_team(cc), *tl = numacoll_mpi_comm_team(cl);
+    int ok = t && t->cma && tl, all;
     PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, node);
     if (!all) {
         say("   CMA is not allowed between these ranks: nothing to compare\n\n");
         MPI_Comm_free(&cs);
         MPI_Comm_free(&cc);
-        return;
+        MPI_Comm_free(&cl);
+        return 0;
     }
+    size_t lib_min[3];
+    memcpy(lib_min, tl->gather_cma_min, sizeof lib_min);
     enum { NX = 8 };
-    double xm[NX], ts[2][NX], tc[2][NX];
+    static const char *const name[3] = {"gather", "allgather", "alltoall"};
+    double xm[NX], ts[3][NX], tc[3][NX], tlib[3][NX];
     int nx = 0;
     const double top = o->quick ? 1 << 20 : 4 << 20;
-    say("   %10s %12s %12s %12s %12s\n", "m", "gather seg", "gather CMA", "alltoall seg",
-        "alltoall CMA");
+    say("   %8s", "m");
+    for (int k = 0; k < 3; k++)
+        say(" %9s seg %9s CMA %9s lib", name[k], name[k], name[k]);
+    say("\n");
     for (double m = 32 << 10; m <= top && nx < NX; m *= o->quick ? 4 : 2) {
         xm[nx] = m;
-        for (int a = 0; a < 2; a++) {
-            ts[a][nx] = time_mpi_xg(cs, a, pool, poolbytes, (size_t)m, o);
-            tc[a][nx] = time_mpi_xg(cc, a, pool, poolbytes, (size_t)m, o);
+        say("   %8.0f", m);
+        for (int k = 0; k < 3; k++) {
+            ts[k][nx] = time_mpi_xg(cs, k, pool, poolbytes, (size_t)m, o);
+            tc[k][nx] = time_mpi_xg(cc, k, pool, poolbytes, (size_t)m, o);
+            tlib[k][nx] = time_mpi_xg(cl, k, pool, poolbytes, (size_t)m, o);
+            say(" %13.1f %13.1f %13.1f", ts[k][nx] * 1e6, tc[k][nx] * 1e6, tlib[k][nx] * 1e6);
         }
-        say("   %10.0f %12.2f %12.2f %12.2f %12.2f\n", m, ts[0][nx] * 1e6, tc[0][nx] * 1e6,
-            ts[1][nx] * 1e6, tc[1][nx] * 1e6);
+        say("\n");
         nx++;
     }
-    MPI_Comm_free(&cs);
-    MPI_Comm_free(&cc);
-    static const char *const name[] = {"gather", "alltoall"};
-    static const int kind[] = {NC_XG_ROOTED, NC_XG_ALLTOALL};
     char inl[32];
     numacoll_param_get("GATHER_INLINE_MAX", inl, sizeof inl, NULL);
-    for (int a = 0; a < 2; a++) {
+    size_t choice = 0; /* the largest crossover; SIZE_MAX: never */
+    for (int k = 0; k < 3; k++) {
         size_t cross = SIZE_MAX;
-        for (int i = nx - 1; i >= 0 && tc[a][i] <= ts[a][i]; i--)
+        for (int i = nx - 1; i >= 0 && tc[k][i] <= ts[k][i]; i--)
             cross = (size_t)xm[i];
-        const size_t sw = nc_xg_switch_point(&xc->x, kind[a], p, xc->k, 1,
+        if (cross > choice)
+            choice = cross;
+        const size_t sw = nc_xg_switch_point(&xc->x, k, p, xc->k, 1,
                                              (size_t)strtoull(inl, NULL, 10));
-        char m1[32], m2[32];
+        char m1[32], m2[32], m3[32];
         if (cross == SIZE_MAX)
             snprintf(m1, sizeof m1, "never (up to %.0f)", top);
         else
@@ -662,10 +681,49 @@ static void tune_xg_transport(const opts_t *o, const xfer_choice_t *xc, char *po
             snprintf(m2, sizeof m2, "never");
         else
             fmt_size((double)sw, m2, sizeof m2);
-        say("   -> %s: measured crossover %s, the model's switch point %s (constants %s)\n",
-            name[a], m1, m2, xc->measured ? "of 5c" : "built in");
+        if (lib_min[k] >= (size_t)1 << 50)
+            snprintf(m3, sizeof m3, "never");
+        else
+            fmt_size((double)lib_min[k], m3, sizeof m3);
+        say("   -> %s: measured crossover %s, the model's switch point %s (constants %s), "
+            "the library's now %s\n",
+            name[k], m1, m2, xc->measured ? "of 5c" : "built in", m3);
     }
-    say("\n");
+    /* against the library's choice, where the two take different transports */
+    int slower = 0;
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < nx; i++) {
+            const size_t m = (size_t)xm[i];
+            const int by_cma = m >= choice;
+            if (by_cma == (m >= lib_min[k]))
+                continue;
+            double tx = by_cma ? tc[k][i] : ts[k][i], tr = tlib[k][i];
+            for (int j = 0; j < 2 && tx > tr * (1 + NC_TUNE_KEEP_PCT / 100) + 1e-7; j++) {
+                tx = fmin(tx, time_mpi_xg(by_cma ? cc : cs, k, pool, poolbytes, m, o));
+                tr = fmin(tr, time_mpi_xg(cl, k, pool, poolbytes, m, o));
+            }
+            if (tx > tr * (1 + NC_TUNE_KEEP_PCT / 100) + 1e-7) {
+                say("   %s at %zu: %s (%.1f us) is slower than the library's choice (%.1f us)\n",
+                    name[k], m, by_cma ? "CMA" : "the segment", tx * 1e6, tr * 1e6);
+                slower = 1;
+            }
+        }
+    MPI_Comm_free(&cs);
+    MPI_Comm_free(&cc);
+    MPI_Comm_free(&cl);
+    char c[32];
+    if (choice == SIZE_MAX)
+        snprintf(c, sizeof c, "never");
+    else
+        fmt_size((double)choice, c, sizeof c);
+    if (slower) {
+        say("   -> CMA from %s for the family is slower than the library's choice at some "
+            "size: nothing written\n\n", c);
+        return 0;
+    }
+    const size_t w = choice == SIZE_MAX ? (size_t)1 << 50 : choice;
+    say("   -> NUMACOLL_GATHER_CMA_MIN = %zu (CMA from %s for the whole family)\n\n", w, c);
+    return w;
 }
 
 /* ---- 5b. reductions ---------------------------------------------------------------- */
@@ -1444,7 +1502,7 @@ int main(int argc, char **argv)
     memset(vbuf, rank + 1, vbytes);
     const xfer_choice_t xc = tune_transport(&o, vbuf, vbytes);
     const int keep = validate(&o, &best, tree, &xc, vbuf, vbytes);
-    tune_xg_transport(&o, &xc, vbuf, vbytes);
+    const size_t xg_min = tune_xg_transport(&o, &xc, vbuf, vbytes);
     free(vbuf);
 
     /* 5f. */
@@ -1474,6 +1532,10 @@ int main(int argc, char **argv)
     ok &= !nc_tune_section_set(&sec, "REDUCE_SMALL_MAX", v, err, sizeof err);
     snprintf(v, sizeof v, "%zu", red.frag);
     ok &= !nc_tune_section_set(&sec, "REDUCE_FRAG_SIZE", v, err, sizeof err);
+    if (xg_min) {
+        snprintf(v, sizeof v, "%zu", xg_min);
+        ok &= !nc_tune_section_set(&sec, "GATHER_CMA_MIN", v, err, sizeof err);
+    }
     static const char *const rxk[2] = {"REDUCE_CMA_MIN", "ALLREDUCE_CMA_MIN"};
     for (int k = 0; k < 2; k++)
         if (rxf.measured && rxf.min[k]) {
