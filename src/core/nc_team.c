@@ -304,9 +304,7 @@ static size_t cma_switch(const numacoll_team_t *t)
 }
 
 /* The same for the gather family, per NC_XG_* kind: NUMACOLL_GATHER_CMA_MIN
- * or the cost model's switch point for this kind of exchange, never below
- * the floor for the members' caches (nc_xg_cma_floor(); the same on every
- * member: cache_shared is agreed, the NUMA nodes are). */
+ * or the cost model's switch point for this kind of exchange. */
 static size_t xg_cma_switch(const numacoll_team_t *t, int kind)
 {
     if (NC_CFG_NUM(&t->cfg, TRANSPORT) == NC_TRANSPORT_CMA)
@@ -316,8 +314,7 @@ static size_t xg_cma_switch(const numacoll_team_t *t, int kind)
     nc_xfer_model_t x;
     nc_team_cost_model(&t->cfg, &x);
     return nc_xg_switch_point(&x, kind, t->p, t->ncpus, (int)NC_CFG_NUM(&t->cfg, CMA_COOP),
-                              (size_t)NC_CFG_NUM(&t->cfg, GATHER_INLINE_MAX),
-                              nc_xg_cma_floor(t->cache_shared, t->nleaders));
+                              (size_t)NC_CFG_NUM(&t->cfg, GATHER_INLINE_MAX));
 }
 
 /* The sizes from which reductions use CMA ([0] reduce, [1] allreduce):

@@ -307,7 +307,7 @@ double nc_xg_time_cma(const nc_xfer_model_t *x, int kind, double m, int p, int k
 }
 
 size_t nc_xg_switch_point(const nc_xfer_model_t *x, int kind, int p, int k, int coop,
-                          size_t inline_max, size_t floor)
+                          size_t inline_max)
 {
     if (p < 2 || k < 1)
         return SIZE_MAX;
@@ -317,7 +317,6 @@ size_t nc_xg_switch_point(const nc_xfer_model_t *x, int kind, int p, int k, int 
     const double m = ceil((x->cma_lat - x->shm_lat) / ds);
     if (m >= 0x1p62)
         return SIZE_MAX;
-    if (floor < inline_max + 1)
-        floor = inline_max + 1;
+    size_t floor = inline_max + 1 > NC_XG_CMA_FLOOR ? inline_max + 1 : NC_XG_CMA_FLOOR;
     return m > (double)floor ? (size_t)m : floor;
 }

@@ -160,28 +160,14 @@ size_t nc_cma_switch_point(const nc_xfer_model_t *x, int p, int k, int coop, siz
  *
  * (rooted: gather and scatter; with coop the root and its peers share each
  * block's copy, see coll/nc_gather.c.) The switch point is never below
- * `floor` (and the inline size): under it the round trip of a CMA block
- * costs more than the copies it saves. Measured (docs/transport.md): where
- * the members share a cache, the segment's copies are cheap up to about
- * NC_XG_CMA_FLOOR; where they share none, every segment line the reader
- * takes comes from the writer's cache and CMA already wins at
- * NC_XG_CMA_FLOOR_NOCACHE. nc_xg_cma_floor() picks by the team's caches;
- * a team over several NUMA nodes keeps NC_XG_CMA_FLOOR, so that its
- * allgather blocks from NUMACOLL_ALLGATHER_NUMA_MIN enter each node once
- * through the segment (coll/nc_gather.c, A1-A3).
+ * NC_XG_CMA_FLOOR: under it the round trip of a CMA block costs more than
+ * the copies it saves (measured, docs/transport.md).
  */
 enum { NC_XG_ROOTED, NC_XG_ALLGATHER, NC_XG_ALLTOALL };
 #define NC_XG_CMA_FLOOR ((size_t)128 << 10)
-#define NC_XG_CMA_FLOOR_NOCACHE ((size_t)32 << 10)
-/* cache_shared: every member's CPUs under one cache: 1, none: 0, unknown: -1;
- * numa_nodes: the NUMA nodes the members sit on */
-static inline size_t nc_xg_cma_floor(int cache_shared, int numa_nodes)
-{
-    return cache_shared == 0 && numa_nodes == 1 ? NC_XG_CMA_FLOOR_NOCACHE : NC_XG_CMA_FLOOR;
-}
 double nc_xg_time_shm(const nc_xfer_model_t *x, int kind, double m, int p, int k);
 double nc_xg_time_cma(const nc_xfer_model_t *x, int kind, double m, int p, int k, int coop);
 size_t nc_xg_switch_point(const nc_xfer_model_t *x, int kind, int p, int k, int coop,
-                          size_t inline_max, size_t floor);
+                          size_t inline_max);
 
 #endif

@@ -28,11 +28,7 @@
  *                                the team works afterwards; p = 2
  * Arguments NAME=VALUE set tunables first (numacoll_param_set); expect_cma=1
  * checks that every call of a non-v form with blocks above the inline size
- * moved them by CMA (NUMACOLL_TRANSPORT=cma), expect_cma=0 that none did,
- * expect_cma=2 that such a call went by CMA exactly when its blocks reach the
- * team's switch point for its kind, and cma_floor=N that the team's switch
- * point for gather and scatter is N (the model's floor for the members'
- * caches, with the built-in cost constants).
+ * moved them by CMA (NUMACOLL_TRANSPORT=cma), expect_cma=0 that none did.
  * expect_numa=M (with NUMACOLL_TEST_DOMAINS=v, the members spread over v
  * virtual NUMA nodes, and NUMACOLL_ALLGATHER_NUMA_MIN=0) checks that every
  * allgather(v) call with fragments went two-level into each node of at least
@@ -48,7 +44,6 @@
 #include <unistd.h>
 
 #include "core/nc_team.h" /* nc_test_seq0 */
-#include "model/nc_model.h" /* NC_XG_* */
 #include "nc_forktest.h"
 #include "numacoll.h"
 
@@ -64,8 +59,7 @@ static const char *const names[NCOLL] = {"gather",    "gatherv",    "scatter",  
 static const int rooted[NCOLL] = {1, 1, 1, 1, 0, 0, 0, 0};
 
 static size_t g_I = 224, g_F = 65536;
-static int g_expect_cma = -1; /* expect_cma=0|1|2, -1: not checked */
-static size_t g_cma_floor;    /* cma_floor=N, 0: not checked */
+static int g_expect_cma = -1; /* expect_cma=0|1, -1: not checked */
 static int g_expect_numa = -1; /* expect_numa=0|M, -1: not checked; the virtual nodes ... */
 static int g_numa_v;          /* ... NUMACOLL_TEST_DOMAINS=v: member k on node k % v */
 
@@ -288,17 +282,6 @@ static int run_call(numacoll_team_t *tm, int me, int p, const call_t *c, bufs_t 
      * non-v form sends or reads one (the in-place scatter root included). */
     if (g_expect_cma == 0)
         CHECK(tm->gather_cma == cma0, "%s p=%d rank %d n=%zu: moved by CMA", names[coll], p, me, n);
-    if (g_cma_floor && p > 1)
-        CHECK(tm->gather_cma_min[NC_XG_ROOTED] == g_cma_floor,
-              "p=%d: gather's switch point to CMA is %zu, want %zu", p,
-              tm->gather_cma_min[NC_XG_ROOTED], g_cma_floor);
-    if (g_expect_cma == 2 && !v && p > 1 && n > g_I && c->bad_rank < 0) {
-        const int kind = rooted[coll] ? NC_XG_ROOTED
-                         : coll == ALLGATHER ? NC_XG_ALLGATHER : NC_XG_ALLTOALL;
-        const int by_cma = n >= tm->gather_cma_min[kind];
-        CHECK((tm->gather_cma > cma0) == by_cma, "%s p=%d rank %d n=%zu: %s by CMA (from %zu)",
-              names[coll], p, me, n, by_cma ? "not" : "went", tm->gather_cma_min[kind]);
-    }
     if (g_expect_cma == 1 && !v && p > 1 && n > g_I && c->bad_rank < 0)
         CHECK(tm->gather_cma > cma0, "%s p=%d rank %d n=%zu: not moved by CMA", names[coll], p, me,
               n);
@@ -619,10 +602,7 @@ int main(int argc, char **argv)
             printf("%s (NUMACOLL_TEST_DOMAINS=%d)\n", argv[i], g_numa_v);
             continue;
         }
-        if (!strncmp(argv[i], "cma_floor=", 10)) {
-            g_cma_floor = strtoull(argv[i] + 10, NULL, 0);
-            printf("%s\n", argv[i]);
-        } else if (!strncmp(argv[i], "expect_cma=", 11)) {
+        if (!strncmp(argv[i], "expect_cma=", 11)) {
             g_expect_cma = atoi(argv[i] + 11);
             printf("%s\n", argv[i]);
         } else if (eq) {

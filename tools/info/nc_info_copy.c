@@ -131,7 +131,7 @@ static void print_points(FILE *out, const nc_xfer_model_t *x, int kind, int np, 
     for (int p = 2;; p = p < 4 ? p + 1 : 2 * p) {
         const int last = !(p <= np || p <= 2), q = last ? 2 * cores : p;
         fmt_size(kind < 0 ? nc_cma_switch_point(x, q, cores, coop, inl)
-                          : nc_xg_switch_point(x, kind, q, cores, coop, inl, NC_XG_CMA_FLOOR),
+                          : nc_xg_switch_point(x, kind, q, cores, coop, inl),
                  b, sizeof b);
         if (last) {
             fprintf(out, "; oversubscribed p=%d: %s\n", q, b);
@@ -162,10 +162,6 @@ static void print_choice(FILE *out, const nc_config_t *cfg, int np, int cores, i
                     kinds[k], cores);
             print_points(out, &x, k, np, cores, coop, (size_t)NC_CFG_NUM(cfg, GATHER_INLINE_MAX));
         }
-        fprintf(out, "gather family: these are for members that share a cache; a team whose "
-                     "members share none (hwloc) on one NUMA node switches from %zu KiB when "
-                     "the model says so, not %zu KiB (docs/transport.md)\n",
-                NC_XG_CMA_FLOOR_NOCACHE >> 10, NC_XG_CMA_FLOOR >> 10);
     }
     if (!print_override(out, cfg, NC_P_CMA_MIN, "")) {
         fprintf(out, "switch point to CMA (model), a team of p on %d CPUs:", cores);

@@ -671,8 +671,7 @@ static size_t tune_xg_transport(const opts_t *o, const xfer_choice_t *xc, char *
         if (cross > choice)
             choice = cross;
         const size_t sw = nc_xg_switch_point(&xc->x, k, p, xc->k, 1,
-                                             (size_t)strtoull(inl, NULL, 10),
-                                             nc_xg_cma_floor(tl->cache_shared, tl->nleaders));
+                                             (size_t)strtoull(inl, NULL, 10));
         char m1[32], m2[32], m3[32];
         if (cross == SIZE_MAX)
             snprintf(m1, sizeof m1, "never (up to %.0f)", top);
