@@ -621,18 +621,26 @@ static size_t tune_xg_transport(const opts_t *o, const xfer_choice_t *xc, char *
     const char *lib[][2] = {{"TRANSPORT", "auto"}, {"CMA_COOP", NULL}, {"GATHER_CMA_MIN", "0"}};
     say("5e. the gather family: MPI_Gather (root 0), MPI_Allgather and MPI_Alltoall off-cache, "
         "through the segment, by CMA and as the library chooses (the model) [us]\n");
-    char was[2][32];
+    char was[3][32];
     numacoll_param_get("TRANSPORT", was[0], sizeof was[0], NULL);
     numacoll_param_get("GATHER_CMA_MIN", was[1], sizeof was[1], NULL);
+    numacoll_param_get("CMA_COOP", was[2], sizeof was[2], NULL);
     MPI_Comm cs = bcast_comm(shm, 3, pool), cc = bcast_comm(cma, 3, pool),
              cl = bcast_comm(lib, 3, pool);
     numacoll_param_set("TRANSPORT", was[0]);
     numacoll_param_set("GATHER_CMA_MIN", was[1]);
-    numacoll_team_t *t = numacoll_mpi_comm_team(cc), *tl = numacoll_mpi_comm_team(cl);
-    int ok = t && t->cma && tl, all;
+    numacoll_param_set("CMA_COOP", was[2]);
+    numacoll_team_t *t = numacoll_mpi_comm_team(cc), *tl = numacoll_mpi_comm_team(cl),
+                    *tshm = numacoll_mpi_comm_team(cs);
+    /* CMA allowed, and every team active with its full slots (the budget
+     * shortens them with the queue), else the times are not the library's */
+    int ok = t && t->cma && tl && tshm && !t->queue_reduced && !tl->queue_reduced &&
+             !tshm->queue_reduced,
+        all;
     PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, node);
     if (!all) {
-        say("   CMA is not allowed between these ranks: nothing to compare\n\n");
+        say("   CMA is not allowed between these ranks, or a team is inactive or shortened by "
+            "the shared-memory budget: nothing to compare\n\n");
         MPI_Comm_free(&cs);
         MPI_Comm_free(&cc);
         MPI_Comm_free(&cl);
