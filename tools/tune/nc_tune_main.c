@@ -264,25 +264,79 @@ static int iterations(double one, double target, int lo, int hi)
     return it < lo ? lo : it > hi ? hi : (int)it;
 }
 
+/* One measured point, the way every step times its calls: two warm-up calls
+ * (i = -2, -1), the last of which sizes the count (about 0.05 s, 0.01 with
+ * --quick, from 3 to hi calls), then call i = 0 .. n-1 each after prep(i)
+ * (untimed, may be NULL) and a barrier (numacoll_barrier(team) when team is
+ * set, else PMPI_Barrier(c)); the result is t_max per call over the members,
+ * 20th percentile over the calls (robust_tmax). */
+typedef struct tpoint {
+    MPI_Comm c;
+    numacoll_team_t *team;
+    int hi, hi_quick;
+    void (*prep)(const struct tpoint *, int i);
+    void (*call)(const struct tpoint *, int i);
+    /* what the calls use */
+    char *buf;
+    size_t bufbytes, m, step, nwin;
+    double *in, *out;
+    int root, kind;
+} tpoint_t;
+
+static double time_point(const tpoint_t *tp, const opts_t *o)
+{
+    double *v = NULL;
+    int n = 0;
+    for (int i = -2; i < n; i++) {
+        if (i >= 0 && tp->prep)
+            tp->prep(tp, i);
+        if (tp->team)
+            numacoll_barrier(tp->team);
+        else
+            PMPI_Barrier(tp->c);
+        const double t0 = now();
+        tp->call(tp, i);
+        const double dt = now() - t0;
+        if (i == -1) {
+            n = iterations(max_all(dt), o->quick ? 0.01 : 0.05, 3,
+                           o->quick ? tp->hi_quick : tp->hi);
+            if (!(v = malloc(sizeof(double) * (size_t)n)))
+                nc_tool_abort(MPI_COMM_WORLD, 1);
+        } else if (i >= 0) {
+            v[i] = dt;
+        }
+    }
+    return robust_tmax(v, n); /* frees v */
+}
+
+static void team_bcast_call(const tpoint_t *tp, int i)
+{
+    (void)i;
+    numacoll_bcast(tp->team, tp->buf, tp->m, 0);
+}
+
 /* Time of one broadcast of m bytes from member 0 (calls separated by barriers). */
 static double time_team_bcast(numacoll_team_t *t, char *buf, size_t m, const opts_t *o)
 {
-    double t0, warm = 0;
-    for (int i = 0; i < 2; i++) {
-        numacoll_barrier(t);
-        t0 = now();
-        numacoll_bcast(t, buf, m, 0);
-        warm = now() - t0;
-    }
-    int n = iterations(max_all(warm), o->quick ? 0.01 : 0.05, 3, o->quick ? 30 : 200);
-    double *v = malloc(sizeof(double) * (size_t)n);
-    for (int i = 0; i < n; i++) {
-        numacoll_barrier(t);
-        t0 = now();
-        numacoll_bcast(t, buf, m, 0);
-        v[i] = now() - t0;
-    }
-    return robust_tmax(v, n);
+    const tpoint_t tp = {.team = t, .hi = 200, .hi_quick = 30, .call = team_bcast_call,
+                         .buf = buf, .m = m};
+    return time_point(&tp, o);
+}
+
+/* Call i's window of the buffer (the warm-up calls: the first). */
+static char *bcast_window(const tpoint_t *tp, int i)
+{
+    return i < 0 ? tp->buf : tp->buf + (size_t)i % tp->nwin * tp->step;
+}
+
+static void mpi_bcast_prep(const tpoint_t *tp, int i)
+{
+    memset(bcast_window(tp, i), i, tp->m);
+}
+
+static void mpi_bcast_call(const tpoint_t *tp, int i)
+{
+    MPI_Bcast(bcast_window(tp, i), (int)tp->m, MPI_BYTE, 0, tp->c);
 }
 
 /* The same through numacoll's MPI_Bcast wrapper, on a fresh duplicate of MPI_COMM_WORLD
@@ -297,25 +351,10 @@ static double time_mpi_bcast(MPI_Comm c, char *buf, size_t bufbytes, size_t m,
                              const opts_t *o)
 {
     const size_t step = (m + page - 1) / page * page; /* page: this node's, set in main() */
-    const size_t nwin = step && bufbytes >= step ? bufbytes / step : 1;
-    double t0, warm = 0;
-    for (int i = 0; i < 2; i++) {
-        PMPI_Barrier(c);
-        t0 = now();
-        MPI_Bcast(buf, (int)m, MPI_BYTE, 0, c);
-        warm = now() - t0;
-    }
-    int n = iterations(max_all(warm), o->quick ? 0.01 : 0.05, 3, o->quick ? 30 : 200);
-    double *v = malloc(sizeof(double) * (size_t)n);
-    for (int i = 0; i < n; i++) {
-        char *win = buf + (size_t)i % nwin * step;
-        memset(win, i, m);
-        PMPI_Barrier(c);
-        t0 = now();
-        MPI_Bcast(win, (int)m, MPI_BYTE, 0, c);
-        v[i] = now() - t0;
-    }
-    return robust_tmax(v, n);
+    const tpoint_t tp = {.c = c, .hi = 200, .hi_quick = 30, .prep = mpi_bcast_prep,
+                         .call = mpi_bcast_call, .buf = buf, .m = m, .step = step,
+                         .nwin = step && bufbytes >= step ? bufbytes / step : 1};
+    return time_point(&tp, o);
 }
 
 static void fmt_size(double b, char *buf, size_t len)
@@ -572,36 +611,27 @@ static int validate(const opts_t *o, const nc_tune_setting_t *q, const char *tre
 /* Time of one exchange of kind k (NC_XG_ROOTED: MPI_Gather to root 0,
  * NC_XG_ALLGATHER, NC_XG_ALLTOALL) of m bytes per block on c, each call in the
  * next window of the pool (send blocks, then receive blocks). */
+static void mpi_xg_call(const tpoint_t *tp, int i)
+{
+    const size_t m = tp->m, sbytes = tp->kind == NC_XG_ALLTOALL ? (size_t)p * m : m;
+    char *s = tp->buf + (size_t)(i < 0 ? 0 : i) % tp->nwin * tp->step, *r = s + sbytes;
+    if (tp->kind == NC_XG_ALLTOALL)
+        MPI_Alltoall(s, (int)m, MPI_BYTE, r, (int)m, MPI_BYTE, tp->c);
+    else if (tp->kind == NC_XG_ALLGATHER)
+        MPI_Allgather(s, (int)m, MPI_BYTE, r, (int)m, MPI_BYTE, tp->c);
+    else
+        MPI_Gather(s, (int)m, MPI_BYTE, r, (int)m, MPI_BYTE, 0, tp->c);
+}
+
 static double time_mpi_xg(MPI_Comm c, int k, char *pool, size_t poolbytes, size_t m,
                           const opts_t *o)
 {
     const size_t sbytes = k == NC_XG_ALLTOALL ? (size_t)p * m : m;
     const size_t step = (sbytes + (size_t)p * m + page - 1) / page * page;
-    const size_t nwin = poolbytes >= step ? poolbytes / step : 1;
-    double t0, warm = 0;
-    double *v = NULL;
-    int n = 0;
-    for (int i = -2; i < n; i++) {
-        char *s = pool + (size_t)(i < 0 ? 0 : i) % nwin * step, *r = s + sbytes;
-        PMPI_Barrier(c);
-        t0 = now();
-        if (k == NC_XG_ALLTOALL)
-            MPI_Alltoall(s, (int)m, MPI_BYTE, r, (int)m, MPI_BYTE, c);
-        else if (k == NC_XG_ALLGATHER)
-            MPI_Allgather(s, (int)m, MPI_BYTE, r, (int)m, MPI_BYTE, c);
-        else
-            MPI_Gather(s, (int)m, MPI_BYTE, r, (int)m, MPI_BYTE, 0, c);
-        const double dt = now() - t0;
-        if (i == -1) {
-            warm = dt;
-            n = iterations(max_all(warm), o->quick ? 0.01 : 0.05, 3, o->quick ? 20 : 100);
-            if (!(v = malloc(sizeof(double) * (size_t)n)))
-                nc_tool_abort(MPI_COMM_WORLD, 1);
-        } else if (i >= 0) {
-            v[i] = dt;
-        }
-    }
-    return robust_tmax(v, n); /* frees v */
+    const tpoint_t tp = {.c = c, .hi = 100, .hi_quick = 20, .call = mpi_xg_call, .buf = pool,
+                         .m = m, .step = step, .nwin = poolbytes >= step ? poolbytes / step : 1,
+                         .kind = k};
+    return time_point(&tp, o);
 }
 
 /* 5e: MPI_Gather (root 0), MPI_Allgather and MPI_Alltoall, off-cache, through
@@ -756,31 +786,22 @@ static MPI_Comm reduce_comm(size_t small_max, size_t frag)
 /* Time of one MPI_Allreduce (root < 0) or MPI_Reduce to root of m bytes of
  * doubles (MPI_SUM) on c: t_max per call, 20th percentile over the calls, as
  * the broadcasts. */
+static void mpi_red_call(const tpoint_t *tp, int i)
+{
+    (void)i;
+    const int n8 = (int)(tp->m / sizeof(double));
+    if (tp->root < 0)
+        MPI_Allreduce(tp->in, tp->out, n8, MPI_DOUBLE, MPI_SUM, tp->c);
+    else
+        MPI_Reduce(tp->in, tp->out, n8, MPI_DOUBLE, MPI_SUM, tp->root, tp->c);
+}
+
 static double time_mpi_red(MPI_Comm c, double *in, double *out, size_t m, int root,
                            const opts_t *o)
 {
-    const int n8 = (int)(m / sizeof(double));
-    double t0, warm = 0;
-    int n = 0;
-    double *v = NULL;
-    for (int i = -2; i < n; i++) {
-        PMPI_Barrier(c);
-        t0 = now();
-        if (root < 0)
-            MPI_Allreduce(in, out, n8, MPI_DOUBLE, MPI_SUM, c);
-        else
-            MPI_Reduce(in, out, n8, MPI_DOUBLE, MPI_SUM, root, c);
-        const double dt = now() - t0;
-        if (i == -1) {
-            warm = dt;
-            n = iterations(max_all(warm), o->quick ? 0.01 : 0.05, 3, o->quick ? 30 : 200);
-            if (!(v = malloc(sizeof(double) * (size_t)n)))
-                nc_tool_abort(MPI_COMM_WORLD, 1);
-        } else if (i >= 0) {
-            v[i] = dt;
-        }
-    }
-    return robust_tmax(v, n); /* frees v */
+    const tpoint_t tp = {.c = c, .hi = 200, .hi_quick = 30, .call = mpi_red_call, .m = m,
+                         .in = in, .out = out, .root = root};
+    return time_point(&tp, o);
 }
 
 static double time_mpi_allreduce(MPI_Comm c, double *in, double *out, size_t m, const opts_t *o)
