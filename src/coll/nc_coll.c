@@ -87,8 +87,7 @@ void nc_numa_plan_order(const nc_numa_plan_t *pl, char *buf, size_t len)
 
 int nc_coll_numa_plan(const struct numacoll_team *t, nc_numa_plan_t *pl, int numa_on)
 {
-    const char *fake = getenv("NUMACOLL_TEST_DOMAINS");
-    const int v = fake ? atoi(fake) : 0;
+    const int v = (int)NC_CFG_NUM(&t->cfg, TEST_DOMAINS);
     if (v <= 0)
         return nc_numa_plan_make(pl, t->p, t->leaders, numa_on);
     int *lead = calloc((size_t)t->p, sizeof *lead);

@@ -172,7 +172,10 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
     X(STATS, NC_PT_INT, "0", 0, 1, NULL, "bool",                                                \
       "1: at MPI_Finalize one line per node: calls and bytes handled by numacoll vs PMPI.")     \
     X(TEST_VIRTUAL_NODES, NC_PT_INT, "1", 1, 1024, NULL, "nodes",                               \
-      "Test only: split each real node into this many virtual nodes (blocks of ranks).")
+      "Test only: split each real node into this many virtual nodes (blocks of ranks).")         \
+    X(TEST_DOMAINS, NC_PT_INT, "0", 0, 1024, NULL, "domains",                                   \
+      "Test only: the collectives' NUMA plan puts member k on virtual NUMA node k % N (the "     \
+      "reductions' and allgather's two levels without NUMA hardware); 0: the real NUMA nodes.")
 
 enum {
 #define NC_PARAM_ENUM_(name, ...) NC_P_##name,

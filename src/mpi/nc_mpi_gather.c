@@ -842,16 +842,18 @@ static size_t bytes_of(int count, MPI_Datatype dt)
     return (size_t)(count > 0 ? count : 0) * (size_t)size;
 }
 
-/* What this rank sends, for NUMACOLL_STATS. */
+/* What this rank sends, for NUMACOLL_STATS: the bytes of its send buffer the
+ * call reads, its own block included (gather at the root: its block; scatter
+ * and alltoall: all p blocks), 0 for MPI_IN_PLACE and at a scatter's
+ * non-root. */
 static size_t sent_bytes(const xcall_t *x, int p, int me)
 {
-    const int rooted = is_rooted(x->coll);
     const int scat = x->coll == NC_MPI_SCATTER || x->coll == NC_MPI_SCATTERV;
     const int a2a = x->coll == NC_MPI_ALLTOALL || x->coll == NC_MPI_ALLTOALLV;
     if (x->sbuf == MPI_IN_PLACE || (scat && me != x->root))
         return 0;
     if (!scat && !a2a)
-        return rooted && me == x->root ? 0 : bytes_of(x->scount, x->stype);
+        return bytes_of(x->scount, x->stype);
     if (!x->scounts)
         return (size_t)p * bytes_of(x->scount, x->stype);
     size_t n = 0;

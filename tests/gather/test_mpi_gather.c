@@ -373,6 +373,44 @@ static void suite(MPI_Comm comm, const char *cname, int full, int check_nc, uint
         printf("%s (p=%d): %s\n", cname, p, failures == f0 ? "ok" : "FAIL");
 }
 
+/* NUMACOLL_STATS bytes: what a rank's send buffer holds for the call, its own
+ * block included (docs/gather.md): 3 ints per block, root 0. */
+static void stats_bytes(int p)
+{
+    enum { N = 3 };
+    int *sb = malloc(sizeof(int) * N * (size_t)p), *rb = malloc(sizeof(int) * N * (size_t)p);
+    static const int which[4] = {NUMACOLL_MPI_GATHER, NUMACOLL_MPI_SCATTER,
+                                 NUMACOLL_MPI_ALLGATHER, NUMACOLL_MPI_ALLTOALL};
+    for (int i = 0; i < N * p; i++)
+        sb[i] = i;
+    for (int k = 0; k < 4; k++) {
+        numacoll_mpi_stats_t s0, s1;
+        numacoll_mpi_stats(&s0);
+        if (k == 0)
+            MPI_Gather(sb, N, MPI_INT, rb, N, MPI_INT, 0, MPI_COMM_WORLD);
+        else if (k == 1)
+            MPI_Scatter(sb, N, MPI_INT, rb, N, MPI_INT, 0, MPI_COMM_WORLD);
+        else if (k == 2)
+            MPI_Allgather(sb, N, MPI_INT, rb, N, MPI_INT, MPI_COMM_WORLD);
+        else
+            MPI_Alltoall(sb, N, MPI_INT, rb, N, MPI_INT, MPI_COMM_WORLD);
+        numacoll_mpi_stats(&s1);
+        const int c = which[k];
+        const unsigned long long want = sizeof(int) * N *
+                                        (unsigned long long)(k == 1 ? (g_rank == 0 ? p : 0)
+                                                             : k == 3 ? p : 1);
+        const unsigned long long got = s1.bytes_numacoll[c] + s1.bytes_pmpi[c] -
+                                       s0.bytes_numacoll[c] - s0.bytes_pmpi[c];
+        if (got != want) {
+            fprintf(stderr, "rank %d: NUMACOLL_STATS counted %llu bytes for call %d, want %llu\n",
+                    g_rank, got, k, want);
+            failures++;
+        }
+    }
+    free(sb);
+    free(rb);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -437,6 +475,8 @@ int main(int argc, char **argv)
         MPI_Comm_free(&half);
         MPI_Comm_free(&rev);
     }
+    if (check == 1)
+        stats_bytes(p);
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (g_rank == 0)
