@@ -205,7 +205,8 @@ typedef struct qual {
     size_t n;                  /* elements */
     size_t es;                 /* bytes of one element */
     int user;                  /* user op through PMPI_Reduce_local */
-    int in_place_layout;       /* pair types: the buffer is the elements, never packed */
+    int in_place_layout;       /* pair types, user ops: the buffer is the elements, never
+                                  packed */
     int commute;               /* user op: MPI_Op_create's commute (the order may change) */
     int named;                 /* a predefined datatype: its buffer is its elements */
     MPI_Op mop;
@@ -313,6 +314,11 @@ static int qualify(const nc_mpi_comm_t *c, int count, MPI_Datatype dt, MPI_Op op
             return 0; /* elements with holes: the user function needs the layout */
         if (c->nnodes > 1 && !commute)
             return 0;
+        /* The user function reads the elements in dt's layout, so they stay
+         * as they are in the buffer (gap-free, from its start): packed, a
+         * type whose blocks are out of order in memory would reach it with
+         * its fields swapped. */
+        q->in_place_layout = 1;
         q->user = 1;
         q->commute = commute;
         q->base = dt;

@@ -905,8 +905,10 @@ static void derived(shape_t *s, int full)
 /* 6: user ops on uint32 words (declared MPI_INT: the arithmetic is unsigned,
  * no overflow): a commutative sum on MPI_INT and on an indexed type with
  * gaps, a non-commutative 2x2 matrix product (4 words, row-major) on
- * contiguous(4, MPI_INT). */
-static MPI_Datatype mat_type, gap_type;
+ * contiguous(4, MPI_INT) and on indexed({1,1,1,1}, {1,0,3,2}, MPI_INT): the
+ * same gap-free words with the blocks out of order, which the user function
+ * must see in their places, not in the type's order (MPI_Pack's). */
+static MPI_Datatype mat_type, gap_type, perm_type;
 static const int gap_pos[6] = {0, 3, 4, 7, 8, 9};   /* of 10 words */
 static int uop_bad_type;
 
@@ -938,7 +940,7 @@ static void matmul_fn(void *in, void *inout, int *len, MPI_Datatype *dt)
 {
     const uint32_t *a = in;
     uint32_t *b = inout;
-    if (*dt != mat_type)
+    if (*dt != mat_type && *dt != perm_type)
         uop_bad_type++;
     for (int i = 0; i < *len; i++)
         mat_mul(a + 4 * i, b + 4 * i, b + 4 * i);
@@ -1038,14 +1040,16 @@ static void user_ops(shape_t *s, int full)
     MPI_Op usum, matmul;
     MPI_Op_create(usum_fn, 1, &usum);
     MPI_Op_create(matmul_fn, 0, &matmul);
-    const ulayout_t uls[3] = {
+    const ulayout_t uls[4] = {
         {"MPI_INT", MPI_INT, 0, 1, 1, NULL},
         {"contiguous(4, MPI_INT)", mat_type, 1, 4, 4, NULL},
         {"indexed({1,2,3}, {0,3,7}, MPI_INT)", gap_type, 0, 6, 10, gap_pos},
+        {"indexed({1,1,1,1}, {1,0,3,2}, MPI_INT)", perm_type, 1, 4, 4, NULL},
     };
-    static const size_t counts[3][3] = {{1, 1000, 100000}, {7, 1, 5000}, {5, 1, 3000}};
+    static const size_t counts[4][3] = {
+        {1, 1000, 100000}, {7, 1, 5000}, {5, 1, 3000}, {3, 1, 4000}};
     int p = s->size, c = 0;
-    for (int u = 0; u < 3; u++)
+    for (int u = 0; u < 4; u++)
         for (int j = 0; j < 3; j++) {
             MPI_Op op = uls[u].mat ? matmul : usum;
             if (j == 0 || full) {
@@ -1338,6 +1342,9 @@ int main(int argc, char **argv)
         int bl[3] = {1, 2, 3}, dis[3] = {0, 3, 7};
         MPI_Type_indexed(3, bl, dis, MPI_INT, &gap_type);
         MPI_Type_commit(&gap_type);
+        int pbl[4] = {1, 1, 1, 1}, pdis[4] = {1, 0, 3, 2};
+        MPI_Type_indexed(4, pbl, pdis, MPI_INT, &perm_type);
+        MPI_Type_commit(&perm_type);
         MPI_Comm dup, half, rev;
         MPI_Comm_dup(MPI_COMM_WORLD, &dup);
         MPI_Comm_split(MPI_COMM_WORLD, wrank % 2, wrank, &half);
@@ -1368,6 +1375,7 @@ int main(int argc, char **argv)
         MPI_Comm_free(&rev);
         MPI_Type_free(&mat_type);
         MPI_Type_free(&gap_type);
+        MPI_Type_free(&perm_type);
     }
 
     /* The tally goes around numacoll (PMPI): it must not depend on the code
