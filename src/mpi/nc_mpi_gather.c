@@ -26,6 +26,7 @@
  * MPI_Alltoallw and intercommunicators are not wrapped: the MPI library.
  */
 #include <limits.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -956,14 +957,22 @@ static int xg_mpi(xcall_t *x)
         PMPI_Abort(x->comm, MPI_ERR_NO_MEM);
     }
     if (a2a && ip && !rc && !S.scratch) {
-        /* dense: copy the blocks aside (the core would, too) */
-        size_t hi = 0;
+        /* dense: copy the blocks aside (the core would, too); a block may
+         * lie below the buffer's start (negative displacement: dsp wrapped) */
+        ptrdiff_t lo = PTRDIFF_MAX, hi = 0;
         for (int k = 0; k < p; k++)
-            if (S.cnt[k] && S.dsp[k] + S.cnt[k] > hi)
-                hi = S.dsp[k] + S.cnt[k];
-        if (!(S.scratch = malloc(hi ? hi : 1)))
+            if (S.cnt[k]) {
+                const ptrdiff_t d = (ptrdiff_t)S.dsp[k];
+                lo = d < lo ? d : lo;
+                hi = d + (ptrdiff_t)S.cnt[k] > hi ? d + (ptrdiff_t)S.cnt[k] : hi;
+            }
+        if (lo > hi)
+            lo = hi = 0; /* no block */
+        if (!(S.scratch = malloc(hi > lo ? (size_t)(hi - lo) : 1)))
             PMPI_Abort(x->comm, MPI_ERR_NO_MEM);
-        nc_copy(S.scratch, S.base, hi);
+        nc_copy(S.scratch, S.base + lo, (size_t)(hi - lo));
+        for (int k = 0; k < p; k++)
+            S.dsp[k] = S.cnt[k] ? S.dsp[k] - (size_t)lo : 0;
         S.base = S.scratch;
     }
 

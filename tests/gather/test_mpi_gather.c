@@ -373,6 +373,48 @@ static void suite(MPI_Comm comm, const char *cname, int full, int check_nc, uint
         printf("%s (p=%d): %s\n", cname, p, failures == f0 ? "ok" : "FAIL");
 }
 
+/* MPI_Alltoallv in place with negative displacements: block k lies
+ * (k + 1) * 3 ints below recvbuf, so every block is below it; afterwards
+ * block k holds what rank k sent, and the ints from recvbuf on are untouched. */
+static void a2av_negative(MPI_Comm comm)
+{
+    enum { N = 3, TAIL = 8 };
+    int p, me;
+    MPI_Comm_size(comm, &p);
+    MPI_Comm_rank(comm, &me);
+    int *all = malloc(sizeof(int) * ((size_t)N * p + TAIL)), *cnt = malloc(sizeof(int) * p),
+        *dsp = malloc(sizeof(int) * p);
+    int *rb = all + N * p;
+    for (int k = 0; k < p; k++) {
+        cnt[k] = N;
+        dsp[k] = -(k + 1) * N;
+        for (int j = 0; j < N; j++)
+            rb[dsp[k] + j] = me * 1000 + k * 10 + j; /* for rank k */
+    }
+    for (int j = 0; j < TAIL; j++)
+        rb[j] = CANARY;
+    MPI_Alltoallv(MPI_IN_PLACE, NULL, NULL, MPI_INT, rb, cnt, dsp, MPI_INT, comm);
+    for (int k = 0; k < p; k++)
+        for (int j = 0; j < N; j++)
+            if (rb[dsp[k] + j] != k * 1000 + me * 10 + j) {
+                fprintf(stderr, "rank %d: alltoallv in place, displacement %d: block %d int %d "
+                        "is %d, expected %d\n", g_rank, dsp[k], k, j, rb[dsp[k] + j],
+                        k * 1000 + me * 10 + j);
+                failures++;
+                k = p;
+                break;
+            }
+    for (int j = 0; j < TAIL; j++)
+        if (rb[j] != CANARY) {
+            fprintf(stderr, "rank %d: alltoallv in place wrote past its blocks\n", g_rank);
+            failures++;
+            break;
+        }
+    free(all);
+    free(cnt);
+    free(dsp);
+}
+
 /* NUMACOLL_STATS bytes: what a rank's send buffer holds for the call, its own
  * block included (docs/gather.md): 3 ints per block, root 0. */
 static void stats_bytes(int p)
@@ -475,6 +517,8 @@ int main(int argc, char **argv)
         MPI_Comm_free(&half);
         MPI_Comm_free(&rev);
     }
+    if (strcmp(mode, "mismatch"))
+        a2av_negative(MPI_COMM_WORLD);
     if (check == 1)
         stats_bytes(p);
     int all = 0;
