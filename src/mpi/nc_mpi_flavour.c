@@ -84,7 +84,7 @@ int nc_mpi_flavour_check(void)
         const char *dir = strcmp(running, "MPICH") ? "openmpi" : "mpich";
         nc_log_warn_once("foreign-mpi",
                          "libnumacoll-mpi.so built for %s, but this program runs %s (%s): "
-                         "numacoll is off, every MPI call goes to %s; preload the %s build "
+                         "numacoll is off, every MPI call goes to %s; preload or link the %s build "
                          "instead (lib/numacoll/%s/libnumacoll-mpi.so, pkg-config "
                          "--variable=preload numacoll-%s)",
                          NC_MPI_BUILT_FOR, running, first, running, running, dir, dir);

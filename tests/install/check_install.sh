@@ -27,6 +27,22 @@ if [ "$flavor" = openmpi ]; then
     # The tools come with the Open MPI tree; numacoll-bench finds its library.
     ldd "$prefix/bin/numacoll-bench" | grep -q "libnumacoll-mpi.so.0 => $prefix/" ||
         fail "installed numacoll-bench does not find the installed libnumacoll-mpi.so"
+    # The core alone (numacoll.pc): a program linked as pkg-config says runs
+    # without LD_LIBRARY_PATH.
+    core_c=$prefix/core.c
+    cat >"$core_c" <<'EOC'
+#include <numacoll.h>
+#include <stdio.h>
+int main(void)
+{
+    printf("core: %s\n", numacoll_strerror(NUMACOLL_ERR_TRUNCATE));
+    return 0;
+}
+EOC
+    # shellcheck disable=SC2046
+    cc "$core_c" $(pkg-config --cflags --libs numacoll) -o "$prefix/core" ||
+        fail "compile with pkg-config --libs numacoll"
+    env -u LD_LIBRARY_PATH "$prefix/core" || fail "a program linked with pkg-config --libs numacoll does not run"
 fi
 
 # run LABEL PROGRAM [preload]: stats must show numacoll at work.
