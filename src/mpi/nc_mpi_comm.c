@@ -10,6 +10,9 @@
  *   2. leaders = local rank 0 of every node, split from comm;
  *   3. every rank learns node_of[] and lrank_of[] for the whole communicator
  *      (allgather), so a root on any node is found in O(1);
+ *   (2 and 3 are skipped when one node holds the whole communicator: no
+ *   leaders, every rank on node 0 with its own rank there; under an
+ *   oversubscribed MPICH each collective of the set-up costs milliseconds);
  *   4. the node's team is created with PMPI_Allgather over node as bootstrap;
  *   5. one allreduce over comm: if any rank failed, every rank hands this
  *      communicator to PMPI for good.
@@ -95,6 +98,9 @@ static int node_allgather(void *ctx, const void *mine, void *all, size_t len)
     return rc == MPI_SUCCESS ? 0 : NUMACOLL_ERR_BOOTSTRAP;
 }
 
+static void setup_team(nc_mpi_comm_t *c, const nc_config_t *cfg, int lrank, int lsize,
+                       int have_all, int failed);
+
 static void setup(nc_mpi_comm_t *c, const nc_config_t *cfg, int cfg_rc)
 {
     MPI_Comm comm = c->comm, node0;
@@ -113,6 +119,23 @@ static void setup(nc_mpi_comm_t *c, const nc_config_t *cfg, int cfg_rc)
     }
     PMPI_Comm_rank(c->node, &lrank);
     PMPI_Comm_size(c->node, &lsize);
+
+    /* One node holds the whole communicator (the same answer on every rank:
+     * the node communicators partition comm): no leaders, node_of[] is 0 and
+     * lrank_of[] the rank (split by rank above), so steps 2 and 3 and their
+     * four collectives are skipped. */
+    if (lsize == c->size) {
+        c->nnodes = 1;
+        c->node_of = calloc((size_t)c->size, sizeof(int));
+        c->lrank_of = malloc(sizeof(int) * (size_t)c->size);
+        if (c->node_of && c->lrank_of)
+            for (int r = 0; r < c->size; r++)
+                c->lrank_of[r] = r;
+        else
+            failed = 1; /* told to all in step 5; step 4 still meets the others */
+        setup_team(c, cfg, lrank, lsize, 1, failed);
+        return;
+    }
 
     /* 2. leaders */
     PMPI_Comm_split(comm, lrank == 0 ? 0 : MPI_UNDEFINED, c->rank, &c->leaders);
@@ -143,6 +166,14 @@ static void setup(nc_mpi_comm_t *c, const nc_config_t *cfg, int cfg_rc)
         failed = 1;
     }
     free(pairs);
+    setup_team(c, cfg, lrank, lsize, have_all, failed);
+}
+
+/* Steps 4 and 5 of setup(). */
+static void setup_team(nc_mpi_comm_t *c, const nc_config_t *cfg, int lrank, int lsize,
+                       int have_all, int failed)
+{
+    MPI_Comm comm = c->comm;
 
     /* 4. the node's team (the node exchange keeps every member in step even
      * when this member's configuration is bad: it reports, everyone fails) */
