@@ -8,6 +8,8 @@
 # MPI's PMPI_* come first for the MPI's own Fortran layer and it fails before
 # numacoll can say anything (a known limitation, README). Skipped (77) when
 # the other MPI is missing.
+# Then this tree's numacoll-info under the other launcher: one line naming the
+# build to use, a non-zero exit.
 #   check_wrong_mpi.sh FLAVOR LIB WORKDIR PLAIN_BCAST_C FCOLL_F90 OTHER_MPICC OTHER_MPIF90 OTHER_MPIEXEC
 set -u
 flavor=$1 lib=$2 work=$3 plain=$4 fcoll=$5 mpicc=$6 mpif90=$7 mpiexec=$8
@@ -46,4 +48,20 @@ check() {
     fi
 }
 check "C program" "plain_bcast: 0 wrong values" "$work/plain_other"
+
+# This tree's numacoll-info started by the other MPI's launcher: every process
+# is a job of one rank; it must say which build to use, once, and exit with 2.
+info=$(dirname "$lib")/../bin/numacoll-info
+if [ -x "$info" ]; then
+    echo "+ ${launch[*]} $info"
+    out=$("${launch[@]}" "$info" 2>&1); rc=$?
+    echo "$out"
+    n=$(grep -c "started by $other's launcher for 3 ranks, but this numacoll-info is built with $this" <<<"$out")
+    if [ $rc = 0 ] || [ "$n" != 1 ]; then
+        echo "FAIL numacoll-info under the other launcher: exit code $rc, $n explaining lines (want 1)"
+        fail=1
+    else
+        echo "OK numacoll-info under the other launcher"
+    fi
+fi
 exit $fail

@@ -25,6 +25,7 @@
 
 #include "nc_tool_abort.h"
 #include "numacoll_mpi.h"
+#include "nc_tool_launcher.h"
 
 #ifndef NUMACOLL_VERSION
 #define NUMACOLL_VERSION "unknown"
@@ -235,6 +236,7 @@ int main(int argc, char **argv)
 
     /* 3. */
     MPI_Init(&argc, &argv);
+    nc_tool_check_launcher("numacoll-bench");
     int rank, p;
     PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &p);

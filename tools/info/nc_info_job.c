@@ -13,6 +13,7 @@
 #include "nc_info.h"
 #include "numacoll_mpi.h"
 #include "topo/nc_topo.h"
+#include "nc_tool_launcher.h"
 
 typedef struct job_rec {
     char host[64], cpus[64];
@@ -26,6 +27,7 @@ typedef struct job_rec {
 int nc_info_job(const nc_info_opts_t *o, int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
+    nc_tool_check_launcher("numacoll-info");
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);

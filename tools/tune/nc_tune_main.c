@@ -68,6 +68,7 @@
 #include "nc_tool_abort.h"
 #include "numacoll_mpi.h"
 #include "topo/nc_topo.h"
+#include "nc_tool_launcher.h"
 
 /* Keep the model's choice unless a measured neighbour is faster by more. */
 #define NC_TUNE_KEEP_PCT 5.0
@@ -1264,6 +1265,7 @@ int main(int argc, char **argv)
     }
 
     MPI_Init(&argc, &argv);
+    nc_tool_check_launcher("numacoll-tune");
     int wsize;
     MPI_Comm_size(MPI_COMM_WORLD, &wsize);
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);

@@ -1,0 +1,55 @@
+/*
+ * numacoll's MPI tools started by the other MPI's launcher (numacoll-bench,
+ * numacoll-tune, numacoll-info under mpirun).
+ *
+ * A tool built for Open MPI and started by MPICH's mpiexec (or the reverse)
+ * does not join the launcher's job: every process initialises as a job of
+ * one rank, and the tool would measure or report nothing useful. The
+ * launcher's environment tells: Hydra (MPICH) sets PMI_SIZE and PMI_RANK,
+ * Open MPI's mpirun OMPI_COMM_WORLD_SIZE and OMPI_COMM_WORLD_RANK. When
+ * MPI_COMM_WORLD has one rank but the launcher started more, the tool says
+ * which build to use (once, from the launcher's rank 0) and exits with 2.
+ */
+#ifndef NC_TOOL_LAUNCHER_H
+#define NC_TOOL_LAUNCHER_H
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static inline void nc_tool_check_launcher(const char *tool)
+{
+    int size = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size != 1)
+        return;
+    static const char *const env[2][3] = {
+        {"PMI_SIZE", "PMI_RANK", "MPICH"},
+        {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "Open MPI"}};
+    for (int k = 0; k < 2; k++) {
+        const char *n = getenv(env[k][0]), *r = getenv(env[k][1]);
+        if (!n || atoi(n) <= 1)
+            continue;
+        if (!r || atoi(r) == 0) {
+            char version[MPI_MAX_LIBRARY_VERSION_STRING];
+            int len = 0;
+            MPI_Get_library_version(version, &len);
+            int nl = 0;
+            while (nl < len && version[nl] && version[nl] != '\n' && version[nl] != ',') {
+                if (version[nl] == '\t')
+                    version[nl] = ' ';
+                nl++;
+            }
+            fprintf(stderr,
+                    "%s: started by %s's launcher for %s ranks, but this %s is built with "
+                    "%.*s and runs as a job of one rank: use the %s build of %s (%s in the "
+                    "source tree)\n",
+                    tool, env[k][2], n, tool, nl, version, env[k][2], tool,
+                    k == 0 ? "build-mpich/bin/" : "build/bin/");
+        }
+        MPI_Finalize();
+        exit(2);
+    }
+}
+
+#endif /* NC_TOOL_LAUNCHER_H */
