@@ -63,7 +63,8 @@ typedef struct nc_mpi_comm {
     MPI_Comm comm;          /* the user's communicator (not owned) */
     int rank, size;
     MPI_Comm node;          /* ranks of my (virtual) node, owned */
-    MPI_Comm leaders;       /* local rank 0 of every node; MPI_COMM_NULL elsewhere */
+    MPI_Comm leaders;       /* local rank 0 of every node; MPI_COMM_NULL elsewhere and
+                               when one node holds the whole communicator */
     int nnodes;
     int *node_of;           /* node_of[r]: node index (= rank in leaders) of comm rank r */
     int *lrank_of;          /* lrank_of[r]: rank of r within its node */

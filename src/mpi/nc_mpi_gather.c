@@ -959,7 +959,7 @@ static int xg_mpi(xcall_t *x)
     if (a2a && ip && !rc && !S.scratch) {
         /* dense: copy the blocks aside (the core would, too); a block may
          * lie below the buffer's start (negative displacement: dsp wrapped) */
-        ptrdiff_t lo = PTRDIFF_MAX, hi = 0;
+        ptrdiff_t lo = PTRDIFF_MAX, hi = PTRDIFF_MIN;
         for (int k = 0; k < p; k++)
             if (S.cnt[k]) {
                 const ptrdiff_t d = (ptrdiff_t)S.dsp[k];

@@ -374,25 +374,26 @@ static void suite(MPI_Comm comm, const char *cname, int full, int check_nc, uint
 }
 
 /* MPI_Alltoallv in place with negative displacements: block k lies
- * (k + 1) * 3 ints below recvbuf, so every block is below it; afterwards
- * block k holds what rank k sent, and the ints from recvbuf on are untouched. */
+ * (k + 2) * 3 ints below recvbuf, so every block is below it with a gap of
+ * 3 ints before recvbuf; afterwards block k holds what rank k sent, and the
+ * gap and the ints from recvbuf on are untouched. */
 static void a2av_negative(MPI_Comm comm)
 {
     enum { N = 3, TAIL = 8 };
     int p, me;
     MPI_Comm_size(comm, &p);
     MPI_Comm_rank(comm, &me);
-    int *all = malloc(sizeof(int) * ((size_t)N * p + TAIL)), *cnt = malloc(sizeof(int) * p),
-        *dsp = malloc(sizeof(int) * p);
-    int *rb = all + N * p;
+    int *all = malloc(sizeof(int) * ((size_t)N * (p + 1) + TAIL)),
+        *cnt = malloc(sizeof(int) * p), *dsp = malloc(sizeof(int) * p);
+    int *rb = all + N * (p + 1);
+    for (int j = -N; j < TAIL; j++)
+        rb[j] = CANARY;
     for (int k = 0; k < p; k++) {
         cnt[k] = N;
-        dsp[k] = -(k + 1) * N;
+        dsp[k] = -(k + 2) * N;
         for (int j = 0; j < N; j++)
             rb[dsp[k] + j] = me * 1000 + k * 10 + j; /* for rank k */
     }
-    for (int j = 0; j < TAIL; j++)
-        rb[j] = CANARY;
     MPI_Alltoallv(MPI_IN_PLACE, NULL, NULL, MPI_INT, rb, cnt, dsp, MPI_INT, comm);
     for (int k = 0; k < p; k++)
         for (int j = 0; j < N; j++)
@@ -404,9 +405,9 @@ static void a2av_negative(MPI_Comm comm)
                 k = p;
                 break;
             }
-    for (int j = 0; j < TAIL; j++)
+    for (int j = -N; j < TAIL; j++)
         if (rb[j] != CANARY) {
-            fprintf(stderr, "rank %d: alltoallv in place wrote past its blocks\n", g_rank);
+            fprintf(stderr, "rank %d: alltoallv in place wrote outside its blocks\n", g_rank);
             failures++;
             break;
         }
