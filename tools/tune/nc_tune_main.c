@@ -368,6 +368,16 @@ static void fmt_size(double b, char *buf, size_t len)
         snprintf(buf, len, "%.0f", b);
 }
 
+/* A switch point for the report: "never" (SIZE_MAX, or the tunables' 2^50
+ * and above), else fmt_size(). */
+static void fmt_switch(size_t v, char *buf, size_t len)
+{
+    if (v >= (size_t)1 << 50)
+        snprintf(buf, len, "never");
+    else
+        fmt_size((double)v, buf, len);
+}
+
 /* ---- 5c, 5d. transports, and the choice against the defaults ------------------------ */
 
 /* After the first call on duplicate c set numacoll up: say so if some member
@@ -500,10 +510,7 @@ static xfer_choice_t tune_transport(const opts_t *o, char *buf, size_t bufbytes)
     r.crossover = SIZE_MAX;
     for (int i = nx - 1; i >= 0 && xc[i] <= xs[i]; i--)
         r.crossover = (size_t)xm[i];
-    if (r.crossover == SIZE_MAX)
-        snprintf(a, sizeof a, "never");
-    else
-        fmt_size((double)r.crossover, a, sizeof a);
+    fmt_switch(r.crossover, a, sizeof a);
     say(" us (segment/CMA)\n   -> measured switch point: %s (NUMACOLL_CMA_MIN)\n\n", a);
     return r;
 }
@@ -716,14 +723,8 @@ static size_t tune_xg_transport(const opts_t *o, const xfer_choice_t *xc, char *
             snprintf(m1, sizeof m1, "never (up to %.0f)", top);
         else
             fmt_size((double)cross, m1, sizeof m1);
-        if (sw == SIZE_MAX)
-            snprintf(m2, sizeof m2, "never");
-        else
-            fmt_size((double)sw, m2, sizeof m2);
-        if (lib_min[k] >= (size_t)1 << 50)
-            snprintf(m3, sizeof m3, "never");
-        else
-            fmt_size((double)lib_min[k], m3, sizeof m3);
+        fmt_switch(sw, m2, sizeof m2);
+        fmt_switch(lib_min[k], m3, sizeof m3);
         say("   -> %s: measured crossover %s, the model's switch point %s (constants %s), "
             "the library's now %s\n",
             name[k], m1, m2, xc->measured ? "of 5c" : "built in", m3);
@@ -751,10 +752,7 @@ static size_t tune_xg_transport(const opts_t *o, const xfer_choice_t *xc, char *
     MPI_Comm_free(&cc);
     MPI_Comm_free(&cl);
     char c[32];
-    if (choice == SIZE_MAX)
-        snprintf(c, sizeof c, "never");
-    else
-        fmt_size((double)choice, c, sizeof c);
+    fmt_switch(choice, c, sizeof c);
     if (slower) {
         say("   -> CMA from %s for the family is slower than the library's choice at some "
             "size: nothing written\n\n", c);
@@ -1064,10 +1062,7 @@ static red_xfer_t tune_red_transport(const opts_t *o, const red_choice_t *rc)
             }
         }
         char c[32];
-        if (cross == SIZE_MAX)
-            snprintf(c, sizeof c, "never");
-        else
-            fmt_size((double)cross, c, sizeof c);
+        fmt_switch(cross, c, sizeof c);
         if (slower) {
             say("   -> %s: measured crossover %s, slower than the rule at some size: nothing "
                 "written (%s stays 0, the rule)\n",
