@@ -48,7 +48,10 @@
  * Every member, per round r:
  *   1. wait until every member's out >= r - S (slot r % S was read by all
  *      in its previous use); the lowest out read is cached, so outs are read
- *      about once every S - 1 rounds;
+ *      about once every S - 1 rounds, and a member that saw every member's
+ *      seq == r' in step 3 (acquire) knows every out >= r' - 1 without
+ *      reading them (a member posts round r' after its step 6 of round
+ *      r' - 1): back-to-back small allreduces never read an out;
  *   2. write its slot: the header (code = type | op << 8 | user << 16 |
  *      commutative << 17, element size, the call's bytes, root) and the
  *      round's bytes of its contribution (large calls: not the slices it
@@ -163,8 +166,9 @@
  *       No wait when a member died without posting round r: then nobody
  *       passes X2.
  * Release/acquire pairs: seq (X1) / X2; done and derr (X4) / X5; out (X6,
- * X8) / X7, X8 and step 1 (and through the slots: seq (2) / 3; part (4a) /
- * 4b; done (4, 4b) / 5 and 5f; fwd (5f) / 5; out (6) / 1). The order of the result is the documented one
+ * X8) / X7, X8 and step 1 (and through the slots: seq (2) / 3, and 1
+ * through all_posted(); part (4a) / 4b; done (4, 4b) / 5 and 5f; fwd (5f) /
+ * 5; out (6) / 1). The order of the result is the documented one
  * (the same folds over the same chunks), so a call gives the same bits by
  * CMA or through the slots.
  *
@@ -405,6 +409,15 @@ static int wait_slot_free(numacoll_team_t *t, red_state_t *st, uint32_t r)
     }
 }
 
+/* After seq == r was seen (acquire) in every member's slot: each of them
+ * posted round r after its step 6 of round r - 1, so every out >= r - 1
+ * (step 1 needs no read of the outs up to round r - 1 + S). */
+static inline void all_posted(red_state_t *st, uint32_t r)
+{
+    if ((int32_t)(r - 1u - st->outs_low) > 0)
+        st->outs_low = r - 1u;
+}
+
 /* Step 3: member k's slot of round r is written. */
 static int wait_posted(numacoll_team_t *t, red_slot_t *sl, uint32_t r)
 {
@@ -504,7 +517,8 @@ static int check_headers(numacoll_team_t *t, red_state_t *st, uint64_t bytes,
 {
     for (int k = 0; k < t->p; k++) {
         const red_slot_t *sl = slot_of(st, k);
-        if (sl->bytes == bytes && sl->code == code && sl->elem == elem && sl->root == root)
+        if (k == t->rank ||
+            (sl->bytes == bytes && sl->code == code && sl->elem == elem && sl->root == root))
             continue;
         /* The CMA bit follows from the bytes (the switch point is agreed):
          * a difference there alone is one of counts; with the same bytes,
@@ -765,6 +779,7 @@ static int red_cma(numacoll_team_t *t, red_state_t *st, const char *in, char *ou
     for (int k = 0; k < p; k++)
         if (k != me && (rc2 = wait_posted(t, slot_of(st, k), r)))
             return cma_fail(t, st, r, rc2);
+    all_posted(st, r);
     if ((rc = check_headers(t, st, bytes, op->code | RED_CMA_BIT, (uint32_t)es, root))) {
         finish_round(st, me, r); /* X6: nobody copies */
         return rc;
@@ -866,6 +881,8 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
             if (k != me && (rc2 = wait_posted(t, slot_of(st, k), r)))
                 return nc_team_fail(t, rc2);
         }
+        if (nwait == p)
+            all_posted(st, r);
         if (first && (rc = check_headers(t, st, bytes, op->code, (uint32_t)es, root))) {
             finish_round(st, me, r); /* 6. */
             break;
