@@ -223,7 +223,8 @@ NC_STATIC_ASSERT(sizeof(red_ctl_t) == 4 * NC_CACHELINE,
 typedef struct red_state {
     int S;
     size_t F, stride, small_max;
-    uint32_t outs_low;  /* lowest out of the others, as last read (step 1) */
+    uint32_t outs_low;  /* lowest out of the others, as last read (step 1) or known from
+                           their seqs (all_posted()) */
     uint64_t rounds;    /* rounds since the team was created, the same on every member */
     unsigned slot;      /* the current round's slot: rounds % S */
     uint32_t done_pub, part_pub, fwd_pub; /* the last done / part / fwd stored (stale-flag
