@@ -80,6 +80,7 @@ struct nc_bench_opts {
     double time_per_size; /* seconds of timed calls per (impl, size, run) */
     int off_cache;
     size_t buf_offset; /* --buf-offset: buffers start this far past a page boundary */
+    int thp;           /* --thp: the buffers asked for transparent huge pages */
     double cache_mib;     /* --off-cache=MIB; 0: detect the LLC */
     int root, root_shift;
     double imbalance;     /* --imbalance X: v-forms' blocks shrink to m (1 - X) */
@@ -143,6 +144,9 @@ struct nc_bench_machine {
     char llc_source[64];     /* "hwloc L3", "sysconf", ... */
 };
 void nc_bench_machine_probe(struct nc_bench_machine *m);
+/* The kernel's transparent huge page mode ("always", "madvise", "never"),
+ * or "no THP" when the kernel has none. */
+const char *nc_bench_thp_mode(void);
 
 /* nc_bench_report.c */
 struct nc_bench_result {

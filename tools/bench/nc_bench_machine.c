@@ -88,3 +88,21 @@ void nc_bench_machine_probe(struct nc_bench_machine *m)
         snprintf(m->llc_source, sizeof m->llc_source, "unknown, assumed");
     }
 }
+
+const char *nc_bench_thp_mode(void)
+{
+    static char mode[16];
+    char line[128];
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    snprintf(mode, sizeof mode, "no THP");
+    if (!f)
+        return mode;
+    if (fgets(line, sizeof line, f)) {
+        /* "always [madvise] never": the chosen one is bracketed */
+        char *a = strchr(line, '['), *b = a ? strchr(a, ']') : NULL;
+        if (a && b && b - a - 1 < (long)sizeof mode)
+            snprintf(mode, sizeof mode, "THP %.*s", (int)(b - a - 1), a + 1);
+    }
+    fclose(f);
+    return mode;
+}

@@ -61,9 +61,12 @@ static void mpi_library(char *out, size_t len)
 
 static void describe_cache(struct nc_bench_context *ctx, size_t llc, const char *src, size_t pool_min)
 {
-    char a[32], b[32], off[48] = "";
+    char a[32], b[32], off[96] = "";
     if (ctx->o->buf_offset)
         snprintf(off, sizeof off, ", buffers %zu B past a page", ctx->o->buf_offset);
+    if (ctx->o->thp)
+        snprintf(off + strlen(off), sizeof off - strlen(off), ", huge pages asked for (%s)",
+                 nc_bench_thp_mode());
     if (!ctx->o->off_cache) {
         snprintf(ctx->cache_policy, sizeof ctx->cache_policy,
                  "cache-resident (one buffer per rank%s)", off);

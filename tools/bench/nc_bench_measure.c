@@ -350,11 +350,38 @@ static size_t guard_changed(const unsigned char *buf, size_t m)
 
 /* ---- set-up ------------------------------------------------------------------- */
 
-static void *map_pool(size_t bytes)
+/* Bytes of the mapping that holds p backed by transparent huge pages
+ * (/proc/self/smaps), or 0. */
+static size_t huge_bytes(const void *p)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    char line[256];
+    int in = 0;
+    size_t kb = 0;
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
+            in = lo <= (unsigned long)(uintptr_t)p && (unsigned long)(uintptr_t)p < hi;
+            continue;
+        }
+        if (in && sscanf(line, "AnonHugePages: %zu kB", &kb) == 1)
+            break;
+    }
+    fclose(f);
+    return kb << 10;
+}
+
+static void *map_pool(size_t bytes, int thp)
 {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
+    /* --thp: advice only; a kernel without THP (or with it "never") keeps
+     * 4 KiB pages, which the header line then reports */
+    if (thp)
+        (void)madvise(p, bytes, MADV_HUGEPAGE);
     memset(p, 0, bytes); /* page faults now, not in the timing */
     return p;
 }
@@ -426,13 +453,23 @@ int nc_bench_mpi_setup(struct nc_bench_mpi *b, const struct nc_bench_opts *o, si
         }
     }
     b->pool_bytes = need;
-    int ok = (b->pool = map_pool(need)) != NULL;
+    int ok = (b->pool = map_pool(need, o->thp)) != NULL;
     if (ok && b->rank == 0 && o->limits)
-        ok = (b->dst = map_pool(need)) != NULL;
+        ok = (b->dst = map_pool(need, o->thp)) != NULL;
     PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!ok) {
         snprintf(err, errlen, "cannot map a buffer pool of %zu bytes per rank", need);
         return -1;
+    }
+    if (o->thp && need >= ((size_t)4 << 20)) {
+        /* --thp says what it got: advice the kernel may not take (and a
+         * pool of less than two huge pages may well get none) */
+        int none = huge_bytes(b->pool) == 0;
+        PMPI_Allreduce(MPI_IN_PLACE, &none, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (none && b->rank == 0)
+            fprintf(stderr, "numacoll-bench: --thp: the kernel gave some rank's buffers no huge "
+                            "pages (%s; /sys/kernel/mm/transparent_hugepage/enabled)\n",
+                    nc_bench_thp_mode());
     }
     if (o->limits && flag_setup(b, err, errlen) && b->rank == 0)
         fprintf(stderr, "numacoll-bench: %s\n", err);

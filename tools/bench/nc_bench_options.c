@@ -91,6 +91,9 @@ void nc_bench_usage(FILE *out)
 "                          default: hwloc's LLC); without it one buffer stays in cache\n"
 "      --buf-offset B      every buffer starts B bytes (0 to 4095) past a page boundary\n"
 "                          (default 0); 16 is where malloc() puts large buffers\n"
+"      --thp               the buffers ask for transparent huge pages (madvise\n"
+"                          MADV_HUGEPAGE; what THP \"always\" gives every large buffer):\n"
+"                          single copies (CMA) pin 2 MiB pages instead of 4 KiB ones\n"
 "      --root R            root of the broadcast and the reduce (default 0)\n"
 "      --root-shift        the root rotates over all ranks, call by call\n"
 "      --runs N            repeat everything N times; with N >= 3 the runs with the\n"
@@ -722,6 +725,9 @@ int nc_bench_opts_parse(int argc, char **argv, struct nc_bench_opts *o, char *er
                 return fail(err, errlen,
                             "--off-cache: \"%s\" is not a cache size in MiB (valid: 0.0625 to "
                             "65536)", QUOTE(q, val));
+        } else if (IS("--thp")) {
+            NOVAL();
+            o->thp = 1;
         } else if (IS("--buf-offset")) {
             long r;
             NEED();
