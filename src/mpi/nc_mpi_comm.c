@@ -29,6 +29,7 @@
 #include "common/nc_common.h"
 #include "nc_mpi.h"
 #include "shm/nc_shm.h"
+#include "sync/nc_wait.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int keyval = MPI_KEYVAL_INVALID;
@@ -252,9 +253,29 @@ void nc_mpi_budget_init(void)
     PMPI_Comm_free(&node);
 }
 
+/* The waits' progress hook (sync/nc_wait.h): a rank waiting in a numacoll
+ * collective polls the MPI library now and then, so that what others need
+ * from it meanwhile still moves: MPICH completes a passive-target RMA epoch
+ * on this rank's window (MPI_Win_unlock, MPI_Win_flush) only while this rank
+ * polls, and the rank holding the epoch may be the one this wait waits for
+ * (lock, put, unlock, then a barrier: a deadlock without it). */
+static void mpi_progress(void)
+{
+    int flag;
+    /* MPI_COMM_WORLD: MPICH answers a probe on MPI_COMM_SELF without
+     * polling its network module, where the RMA traffic is */
+    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+}
+
 static void create_keyval(void)
 {
+    int init = 0;
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_fn, &keyval, NULL);
+    /* MPI_COMM_WORLD exists only after MPI_Init (not in a program of MPI
+     * sessions alone: there the waits do without the hook) */
+    PMPI_Initialized(&init);
+    if (init)
+        nc_wait_set_progress(mpi_progress);
 }
 
 nc_mpi_comm_t *nc_mpi_comm_get(MPI_Comm comm, int coll)
@@ -422,6 +443,8 @@ static void print_stats(void)
 
 int nc_mpi_finalize(void)
 {
+    /* no MPI calls from the waits once the MPI library is finishing */
+    nc_wait_set_progress(NULL);
     nc_config_t cfg;
     nc_config_snapshot(&cfg);
     if (NC_CFG_NUM(&cfg, STATS))

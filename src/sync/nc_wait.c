@@ -38,6 +38,14 @@ void nc_wait_break(const nc_waitctx_t *w)
     atomic_store_explicit(w->broken, 1, memory_order_relaxed);
 }
 
+static _Atomic(nc_progress_fn) progress;
+
+void nc_wait_set_progress(nc_progress_fn fn)
+{
+    /* relaxed: the pointer is the only thing published */
+    atomic_store_explicit(&progress, fn, memory_order_relaxed);
+}
+
 int nc_backoff_slow(nc_backoff_t *b)
 {
     const nc_waitctx_t *w = b->w;
@@ -55,7 +63,12 @@ int nc_backoff_slow(nc_backoff_t *b)
         nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = NC_NAP_NS}, NULL);
     else
         sched_yield();
-    if (++b->yields & 31)
+    if (!(++b->yields & 7)) {
+        nc_progress_fn fn = atomic_load_explicit(&progress, memory_order_relaxed);
+        if (fn)
+            fn();
+    }
+    if (b->yields & 31)
         return 0;
     if (atomic_load_explicit(w->broken, memory_order_relaxed)) {
         b->pending = NUMACOLL_ERR_BROKEN;

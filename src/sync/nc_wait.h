@@ -58,6 +58,15 @@ static inline void nc_backoff_init(nc_backoff_t *b, const nc_waitctx_t *w)
 
 int nc_backoff_slow(nc_backoff_t *b);
 
+/* A process-wide progress hook, called every 8th slow round of every wait
+ * (NULL: none). The MPI layer sets one that polls the MPI library, because a
+ * rank waiting here is inside an MPI call and the MPI library may need it to
+ * make progress for others meanwhile: a passive-target RMA epoch of another
+ * rank on this one's window (MPICH completes MPI_Win_unlock only when the
+ * target polls), while that rank may then be the one this wait waits for. */
+typedef void (*nc_progress_fn)(void);
+void nc_wait_set_progress(nc_progress_fn fn);
+
 static inline int nc_backoff(nc_backoff_t *b)
 {
     if (NC_LIKELY(b->spins < b->w->spin_limit)) {

@@ -164,6 +164,52 @@ static void threads_test(void)
         printf("threads: %d threads x 200 bcasts on their own communicators\n", T);
 }
 
+/* Passive-target RMA from rank 0 while the others wait in numacoll's
+ * collectives: MPICH completes rank 0's MPI_Win_unlock only while the target
+ * polls the MPI library, so the waits must (the progress hook of
+ * sync/nc_wait.h); without it this deadlocks. Rank 0 then reads every
+ * target's window back: the last value it put. */
+static void rma_test(void)
+{
+    int *base, v = 0;
+    const int N = 60;
+    MPI_Win win;
+    MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+    *base = -1;
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int it = 0; it < N; it++) {
+        if (wrank == 0)
+            for (int t = 1; t < wsize; t++) {
+                MPI_Win_lock(MPI_LOCK_SHARED, t, 0, win);
+                MPI_Put(&it, 1, MPI_INT, t, 0, 1, MPI_INT, win);
+                MPI_Win_flush(t, win);
+                MPI_Win_unlock(t, win);
+            }
+        /* the others wait in a barrier, a broadcast or an allreduce */
+        if (it % 3 == 0)
+            MPI_Barrier(MPI_COMM_WORLD);
+        else if (it % 3 == 1)
+            MPI_Bcast(&v, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        else
+            MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    }
+    if (wrank == 0)
+        for (int t = 1; t < wsize; t++) {
+            int got = -2;
+            MPI_Win_lock(MPI_LOCK_SHARED, t, 0, win);
+            MPI_Get(&got, 1, MPI_INT, t, 0, 1, MPI_INT, win);
+            MPI_Win_unlock(t, win);
+            if (got != N - 1) {
+                fprintf(stderr, "rma: rank %d's window holds %d, want %d\n", t, got, N - 1);
+                failures++;
+            }
+        }
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Win_free(&win);
+    if (wrank == 0)
+        printf("rma: %d passive-target epochs per target, the targets in collectives\n", N);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -175,6 +221,8 @@ int main(int argc, char **argv)
         commloop(argc > 2 ? atoi(argv[2]) : 1000);
     else if (!strcmp(mode, "barrier"))
         barrier_test();
+    else if (!strcmp(mode, "rma"))
+        rma_test();
     else if (!strcmp(mode, "threads")) {
         if (provided < MPI_THREAD_MULTIPLE) {
             if (wrank == 0)
@@ -184,7 +232,7 @@ int main(int argc, char **argv)
         }
         threads_test();
     } else {
-        fprintf(stderr, "usage: test_mpi_misc commloop|barrier|threads\n");
+        fprintf(stderr, "usage: test_mpi_misc commloop|barrier|rma|threads\n");
         failures = 1;
     }
     int all;
