@@ -78,6 +78,10 @@ typedef struct nc_mpi_comm {
 nc_mpi_comm_t *nc_mpi_comm_get(MPI_Comm comm, int coll);
 
 void nc_mpi_count(int coll, int numacoll, size_t bytes);
+
+/* One poll of the MPI library's progress engine (an MPI_Iprobe on
+ * MPI_COMM_WORLD); also the waits' progress hook (sync/nc_wait.h). */
+void nc_mpi_progress(void);
 /* A leader's part of one call across nodes: its collective PMPI calls on
  * c->leaders (NUMACOLL_STATS' "leaders N calls M pmpi"). */
 void nc_mpi_count_leader(int coll, unsigned pmpi_calls);

@@ -259,7 +259,7 @@ void nc_mpi_budget_init(void)
  * on this rank's window (MPI_Win_unlock, MPI_Win_flush) only while this rank
  * polls, and the rank holding the epoch may be the one this wait waits for
  * (lock, put, unlock, then a barrier: a deadlock without it). */
-static void mpi_progress(void)
+static void poll_world(void)
 {
     int flag;
     /* MPI_COMM_WORLD: MPICH answers a probe on MPI_COMM_SELF without
@@ -267,15 +267,26 @@ static void mpi_progress(void)
     PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
 }
 
+/* Set between the first collective after MPI_Init and MPI_Finalize: the
+ * world exists to be polled (not in a program of MPI sessions alone). */
+static atomic_int world_polled;
+
+void nc_mpi_progress(void)
+{
+    /* relaxed: a flag of this process, set before its first collective */
+    if (atomic_load_explicit(&world_polled, memory_order_relaxed))
+        poll_world();
+}
+
 static void create_keyval(void)
 {
     int init = 0;
     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_fn, &keyval, NULL);
-    /* MPI_COMM_WORLD exists only after MPI_Init (not in a program of MPI
-     * sessions alone: there the waits do without the hook) */
     PMPI_Initialized(&init);
-    if (init)
-        nc_wait_set_progress(mpi_progress);
+    if (init) {
+        atomic_store_explicit(&world_polled, 1, memory_order_relaxed);
+        nc_wait_set_progress(poll_world);
+    }
 }
 
 nc_mpi_comm_t *nc_mpi_comm_get(MPI_Comm comm, int coll)
@@ -445,6 +456,7 @@ int nc_mpi_finalize(void)
 {
     /* no MPI calls from the waits once the MPI library is finishing */
     nc_wait_set_progress(NULL);
+    atomic_store_explicit(&world_polled, 0, memory_order_relaxed);
     nc_config_t cfg;
     nc_config_snapshot(&cfg);
     if (NC_CFG_NUM(&cfg, STATS))

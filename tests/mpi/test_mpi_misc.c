@@ -3,9 +3,10 @@
  * /dev/shm entries, mappings or fds), MPI_Barrier correctness through shared
  * memory (nobody leaves barrier k before everyone entered it), and
  * MPI_THREAD_MULTIPLE with collectives on different communicators from
- * different threads.
+ * different threads, and RMA epochs (passive and active target) ended
+ * around numacoll's collectives.
  *
- * Usage: test_mpi_misc commloop [N]|barrier|threads
+ * Usage: test_mpi_misc commloop [N]|barrier|rma|threads
  */
 #include <dirent.h>
 #include <mpi.h>
@@ -174,7 +175,21 @@ static void rma_test(void)
     int *base, v = 0;
     const int N = 60;
     MPI_Win win;
-    MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+    /* MPI_Win_create on MPI_Alloc_mem memory, as mpi4py's tests make it: with
+     * MPI_Win_allocate, MPICH 4.0.2 here lands rank 0's puts in rank 0's own
+     * window (seen without numacoll too), and the targets' loads below would
+     * fail. Open MPI 4.1 without a network has no component for
+     * MPI_Win_create (MPI_ERR_WIN): there MPI_Win_allocate. */
+    int rc, allocated = 0;
+    MPI_Alloc_mem(sizeof(int), MPI_INFO_NULL, &base);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    rc = MPI_Win_create(base, sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+    if (rc != MPI_SUCCESS) {
+        MPI_Free_mem(base);
+        MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+        allocated = 1;
+    }
     *base = -1;
     MPI_Barrier(MPI_COMM_WORLD);
     for (int it = 0; it < N; it++) {
@@ -204,10 +219,56 @@ static void rma_test(void)
                 failures++;
             }
         }
+    /* Active target: rank 0's access epoch (MPI_Win_complete) ends before
+     * the barrier, so after it every target's exposure epoch has ended too:
+     * MPI_Win_test says so at once, as with the MPI library's own barrier,
+     * which polls on the way in and out (mpi4py's testStartCompletePostTest
+     * failed without that). */
+    MPI_Group wg, g;
+    MPI_Win_get_group(win, &wg);
+    int zero = 0, late = 0;
+    for (int it = 0; it < N && wsize > 1; it++) {
+        if (wrank == 0) {
+            MPI_Group_excl(wg, 1, &zero, &g);
+            MPI_Win_start(g, 0, win);
+            MPI_Barrier(MPI_COMM_WORLD);
+            for (int t = 1; t < wsize; t++)
+                MPI_Put(&it, 1, MPI_INT, t, 0, 1, MPI_INT, win);
+            MPI_Win_complete(win);
+            MPI_Barrier(MPI_COMM_WORLD);
+        } else {
+            int flag = 0;
+            MPI_Group_incl(wg, 1, &zero, &g);
+            MPI_Win_post(g, 0, win);
+            MPI_Barrier(MPI_COMM_WORLD);
+            MPI_Barrier(MPI_COMM_WORLD);
+            MPI_Win_test(win, &flag);
+            if (!flag) {
+                late++;
+                MPI_Win_wait(win);
+            }
+            if (*base != it) {
+                fprintf(stderr, "rma: rank %d's window holds %d after epoch %d\n", wrank, *base,
+                        it);
+                failures++;
+            }
+        }
+        MPI_Group_free(&g);
+    }
+    MPI_Group_free(&wg);
+    if (late) {
+        fprintf(stderr, "rma: rank %d: MPI_Win_test false after the barrier in %d of %d epochs\n",
+                wrank, late, N);
+        failures++;
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Win_free(&win);
+    if (!allocated)
+        MPI_Free_mem(base);
     if (wrank == 0)
-        printf("rma: %d passive-target epochs per target, the targets in collectives\n", N);
+        printf("rma: %d passive-target epochs per target, the targets in collectives; %d "
+               "post-start-complete epochs, tested after a barrier\n",
+               N, N);
 }
 
 int main(int argc, char **argv)
