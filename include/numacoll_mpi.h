@@ -37,6 +37,9 @@ typedef struct numacoll_mpi_stats {
      * collective PMPI calls it made for them on the leaders' communicator
      * (the messages that cross the network). */
     unsigned long long calls_leader[NUMACOLL_MPI_NCOLL], pmpi_leader[NUMACOLL_MPI_NCOLL];
+    /* Node teams this process was a member of: made new, and taken from the
+     * team cache (a freed communicator's team, NUMACOLL_TEAM_CACHE). */
+    unsigned long long teams_made, teams_reused;
 } numacoll_mpi_stats_t;
 
 /* 1 when numacoll has set up comm (its next collectives run in shared memory),

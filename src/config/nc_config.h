@@ -169,6 +169,9 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
       "0: MPI_Alltoallv goes to the MPI library.")                                              \
     X(COMM_MIN_CALLS, NC_PT_INT, "0", 0, 1000000, NULL, "calls",                                \
       "Collective calls on a communicator before numacoll sets up its segment for it.")         \
+    X(TEAM_CACHE, NC_PT_INT, "4", 0, 16, NULL, "teams",                                      \
+      "Teams of freed communicators each process keeps for a later communicator of the same "   \
+      "processes in the same order (no new segment); 0: every communicator makes its own.")     \
     X(STATS, NC_PT_INT, "0", 0, 1, NULL, "bool",                                                \
       "1: at MPI_Finalize one line per node: calls and bytes handled by numacoll vs PMPI.")     \
     X(TEST_VIRTUAL_NODES, NC_PT_INT, "1", 1, 1024, NULL, "nodes",                               \

@@ -25,9 +25,11 @@
 #include "core/nc_team.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "coll/nc_coll.h"
@@ -53,6 +55,7 @@ static const int agreed[] = {NC_P_BCAST_FRAG_SIZE, NC_P_BCAST_QUEUE_LEN, NC_P_BC
 typedef struct rec1 {
     int32_t status, numa, pid, queue_len; /* queue_len: rank 0's, after the budget */
     int32_t segfd, pad;                   /* rank 0's descriptor of the segment */
+    uint64_t id[2];                       /* rank 0's name for the team (t->id) */
     uint64_t cma_addr;                    /* nc_cma_probe_addr() (shm/nc_cma.h) */
     int64_t cfg[NC_NAGREED][2];
     uint64_t cpus[NC_TOPO_CPUSET_WORDS];
@@ -93,6 +96,35 @@ static int my_numa(uint64_t cpus[NC_TOPO_CPUSET_WORDS])
     }
     hwloc_bitmap_free(set);
     return node;
+}
+
+/* FNV-1a of a member's CPU mask: the team cache's check that its binding
+ * has not changed since the team was made. */
+static uint64_t cpus_key(const uint64_t cpus[NC_TOPO_CPUSET_WORDS])
+{
+    uint64_t h = 14695981039346656037ull;
+    const unsigned char *b = (const unsigned char *)cpus;
+    for (size_t i = 0; i < NC_TOPO_CPUSET_WORDS * sizeof *cpus; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+void nc_team_binding(int *numa, uint64_t *key)
+{
+    uint64_t cpus[NC_TOPO_CPUSET_WORDS];
+    *numa = my_numa(cpus);
+    *key = cpus_key(cpus);
+}
+
+int nc_team_config(nc_config_t *cfg, int p, int log)
+{
+    char err[256];
+    int rc = nc_config_snapshot(cfg);
+    if (!rc)
+        nc_tunefile_apply(cfg, p); /* the tune file's section for a team of p */
+    if (!rc && (rc = nc_config_check(cfg, err, sizeof err)) && log)
+        nc_log_error_once("%s", err);
+    return rc;
 }
 
 /* A switch point as the report prints it: "never", or the first size that
@@ -410,6 +442,8 @@ static int budget_layout(numacoll_team_t *t, const nc_config_t *cfg, nc_layout_t
             want = l->total;
         if (!nc_budget_take(l->total, &st))
             break;
+        if (nc_team_cache_evict()) /* a parked team of ours gave its bytes back */
+            continue;
         if (s / 2 < q || (s / 2) % q) {
             char lim[64], used[32], need[32];
             budget_limit_text(cfg, &st, lim, sizeof lim);
@@ -471,15 +505,19 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     nc_config_t cfg;
     nc_layout_t layout;
     char err[256];
-    int cfgrc = nc_config_snapshot(&cfg);
-    if (!cfgrc)
-        nc_tunefile_apply(&cfg, p); /* the tune file's section for a team of p */
-    if (!cfgrc && (cfgrc = nc_config_check(&cfg, err, sizeof err)))
-        nc_log_error_once("%s", err);
+    int cfgrc = nc_team_config(&cfg, p, 1);
     if (!rc)
         rc = cfgrc;
     mine.numa = my_numa(mine.cpus);
     mine.pid = (int32_t)getpid();
+    if (me == 0) {
+        /* unique on the node while this process lives: pid, count, clock */
+        static atomic_uint made;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        mine.id[0] = (uint64_t)(uint32_t)mine.pid << 32 | (atomic_fetch_add(&made, 1) + 1u);
+        mine.id[1] = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    }
     if (NC_CFG_NUM(&cfg, TRANSPORT) != NC_TRANSPORT_SHM) {
         nc_cma_allow(); /* before the others probe us */
         mine.cma_addr = nc_cma_probe_addr();
@@ -543,6 +581,11 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     if (me != 0)
         rc = team_layout(&cfg, p, r1[0].queue_len, &layout);
     t->queue_reduced = r1[0].queue_len != (int32_t)NC_CFG_NUM(&cfg, BCAST_QUEUE_LEN);
+    t->id[0] = r1[0].id[0];
+    t->id[1] = r1[0].id[1];
+    t->asked = cfg;
+    t->bind_numa = mine.numa;
+    t->bind_key = cpus_key(mine.cpus);
     budget_scale(&cfg, r1[0].queue_len);
     t->cfg = cfg;
     uint64_t(*cpus)[NC_TOPO_CPUSET_WORDS] = malloc((size_t)p * sizeof *cpus);

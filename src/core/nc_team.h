@@ -79,6 +79,15 @@ struct numacoll_team {
     int placement;
     long placement_pages, misplaced;
     char placement_detail[160];
+
+    /* The team cache (core/nc_team_cache.c): the team's name, the same on
+     * every member; the configuration it was made from (before the budget
+     * shortened anything); this member's binding then. */
+    uint64_t id[2];
+    nc_config_t asked;
+    int bind_numa;
+    uint64_t bind_key;
+    uint64_t parked;       /* when it entered the cache (its age there) */
 };
 
 /* Reductions' automatic switch to CMA (NUMACOLL_REDUCE_CMA_MIN=0): reduce
@@ -114,6 +123,30 @@ void nc_team_cost_model(const nc_config_t *cfg, struct nc_xfer_model *x);
 
 /* Resolve the calls this member deferred (coll/nc_bcast.c). */
 int nc_bcast_flush(struct numacoll_team *t);
+
+/* The configuration a team of p is made from: the process's snapshot, the
+ * tune file's section for p, checked (logged once when log and bad). */
+int nc_team_config(nc_config_t *cfg, int p, int log);
+/* This member's NUMA node (-1 unbound) and a key of its CPU mask. */
+void nc_team_binding(int *numa, uint64_t *key);
+
+/* ---- the team cache (core/nc_team_cache.c) ----------------------------------
+ * A team whose communicator is freed is kept (parked), up to
+ * NUMACOLL_TEAM_CACHE per process, and taken again by a later team of the
+ * same processes in the same order: no new segment, first touch or
+ * placement check. */
+
+/* Collective over bs, before numacoll_team_create: 1 and *out when every
+ * member offered the same parked team, 0 when not (then create one),
+ * negative when the exchange failed. */
+int nc_team_cache_take(const numacoll_bootstrap_t *bs, struct numacoll_team **out);
+/* Local: park t (its deferred calls resolved), or destroy it when it is
+ * broken, a team of one, or the cache is off; the oldest goes when full. */
+void nc_team_cache_put(struct numacoll_team *t);
+/* Local: destroy the oldest parked team that holds node budget; 1 if one was. */
+int nc_team_cache_evict(void);
+/* Local: destroy every parked team (MPI_Finalize). */
+void nc_team_cache_clear(void);
 
 
 #endif

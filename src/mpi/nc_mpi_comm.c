@@ -13,12 +13,19 @@
  *   (2 and 3 are skipped when one node holds the whole communicator: no
  *   leaders, every rank on node 0 with its own rank there; under an
  *   oversubscribed MPICH each collective of the set-up costs milliseconds);
- *   4. the node's team is created with PMPI_Allgather over node as bootstrap;
+ *   4. the node's team, with PMPI_Allgather over node as bootstrap: a freed
+ *      communicator's team when its members all offer it (core/nc_team_cache.c),
+ *      else a new one;
  *   5. one allreduce over comm: if any rank failed, every rank hands this
  *      communicator to PMPI for good.
+ * When the whole world is on one node and comm is of it, comm is the node:
+ * steps 1-3 and 5 cost no collective (step 4's exchanges agree on failures),
+ * so a communicator whose team is taken from the team cache costs one
+ * allgather.
  * The state is an attribute of comm: MPI_Comm_free (and MPI_Finalize, which
- * deletes whatever is left) runs the delete callback that frees the team, the
- * two sub-communicators and the arrays.
+ * deletes whatever is left) runs the delete callback that parks the team in
+ * the team cache and frees the two sub-communicators and the arrays;
+ * MPI_Finalize then empties the cache.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -27,6 +34,7 @@
 #include <unistd.h>
 
 #include "common/nc_common.h"
+#include "core/nc_team.h"
 #include "nc_mpi.h"
 #include "shm/nc_shm.h"
 #include "sync/nc_wait.h"
@@ -37,6 +45,7 @@ static nc_mpi_comm_t *live; /* every state still attached to a communicator */
 
 static _Atomic unsigned long long stat_calls[2][NC_MPI_NCOLL], stat_bytes[2][NC_MPI_NCOLL];
 static _Atomic unsigned long long stat_leader[2][NC_MPI_NCOLL]; /* calls, PMPI calls */
+static _Atomic unsigned long long stat_teams[2]; /* made, taken from the team cache */
 
 /* The last communicator each thread used, in front of the attribute lookup
  * (a hash lookup in the MPI library) on every call. Any state's deletion bumps
@@ -62,7 +71,7 @@ void nc_mpi_count_leader(int coll, unsigned pmpi_calls)
 
 static void state_free(nc_mpi_comm_t *c)
 {
-    numacoll_team_destroy(c->team);
+    nc_team_cache_put(c->team); /* for the next communicator of these processes */
     if (c->node != MPI_COMM_NULL)
         PMPI_Comm_free(&c->node);
     if (c->leaders != MPI_COMM_NULL)
@@ -102,15 +111,54 @@ static int node_allgather(void *ctx, const void *mine, void *all, size_t len)
 static void setup_team(nc_mpi_comm_t *c, const nc_config_t *cfg, int lrank, int lsize,
                        int have_all, int failed);
 
+/* Set at MPI_Init when every rank of MPI_COMM_WORLD is on this node. */
+static atomic_int world_one_node;
+static MPI_Group world_group = MPI_GROUP_NULL;
+
+/* Every rank of comm is on this node: the world is on one node and comm's
+ * ranks are all of it (not of another world joined by MPI_Comm_connect or
+ * MPI_Comm_spawn). The same answer on every rank of comm: worlds are equal or
+ * disjoint, so if one rank sees a stranger, every rank does. */
+static int of_one_node(MPI_Comm comm)
+{
+    /* relaxed: set at MPI_Init, before any collective of this process */
+    if (!atomic_load_explicit(&world_one_node, memory_order_relaxed))
+        return 0;
+    MPI_Group g;
+    int n = 0, ok = 0;
+    if (PMPI_Comm_group(comm, &g) != MPI_SUCCESS)
+        return 0;
+    PMPI_Group_size(g, &n);
+    int *in = malloc(2 * sizeof(int) * (size_t)n);
+    if (in) {
+        for (int i = 0; i < n; i++)
+            in[i] = i;
+        ok = PMPI_Group_translate_ranks(g, n, in, world_group, in + n) == MPI_SUCCESS;
+        for (int i = 0; i < n && ok; i++)
+            ok = in[n + i] != MPI_UNDEFINED;
+    }
+    free(in);
+    PMPI_Group_free(&g);
+    return ok;
+}
+
 static void setup(nc_mpi_comm_t *c, const nc_config_t *cfg, int cfg_rc)
 {
     MPI_Comm comm = c->comm, node0;
     int lrank, lsize, failed = cfg_rc != 0;
 
-    /* 1. the node, maybe cut into virtual nodes */
-    PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node0);
+    /* 1. the node, maybe cut into virtual nodes; none to make when the whole
+     * world is on one node and comm is of the world: comm is the node */
     int v = (int)NC_CFG_NUM(cfg, TEST_VIRTUAL_NODES);
-    if (v > 1) {
+    if (v <= 1 && of_one_node(comm)) {
+        node0 = MPI_COMM_NULL;
+        lrank = c->rank;
+        lsize = c->size;
+    } else
+        PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node0);
+    if (node0 == MPI_COMM_NULL) {
+        c->node = MPI_COMM_NULL; /* the bootstrap uses comm (setup_team) */
+    } else if (v > 1) {
         PMPI_Comm_rank(node0, &lrank);
         PMPI_Comm_size(node0, &lsize);
         PMPI_Comm_split(node0, (int)((long)lrank * v / lsize), lrank, &c->node);
@@ -118,8 +166,10 @@ static void setup(nc_mpi_comm_t *c, const nc_config_t *cfg, int cfg_rc)
     } else {
         c->node = node0;
     }
-    PMPI_Comm_rank(c->node, &lrank);
-    PMPI_Comm_size(c->node, &lsize);
+    if (c->node != MPI_COMM_NULL) {
+        PMPI_Comm_rank(c->node, &lrank);
+        PMPI_Comm_size(c->node, &lsize);
+    }
 
     /* One node holds the whole communicator (the same answer on every rank:
      * the node communicators partition comm): no leaders, node_of[] is 0 and
@@ -179,22 +229,46 @@ static void setup_team(nc_mpi_comm_t *c, const nc_config_t *cfg, int lrank, int 
     /* 4. the node's team (the node exchange keeps every member in step even
      * when this member's configuration is bad: it reports, everyone fails) */
     if (lsize > 1 && have_all) {
-        numacoll_bootstrap_t bs = {lrank, lsize, node_allgather, &c->node};
-        int rc = numacoll_team_create(&bs, &c->team);
-        if (rc) {
+        numacoll_bootstrap_t bs = {lrank, lsize, node_allgather,
+                                   c->node != MPI_COMM_NULL ? &c->node : &c->comm};
+        int rc = nc_team_cache_take(&bs, &c->team);
+        if (rc == 0)
+            rc = numacoll_team_create(&bs, &c->team);
+        if (rc < 0) {
             failed = 1;
             c->team = NULL;
         }
+        /* relaxed: statistics */
+        atomic_fetch_add_explicit(&stat_teams[rc == 1], rc >= 0, memory_order_relaxed);
+        if (rc == NUMACOLL_ERR_NOMEM && c->node == MPI_COMM_NULL) {
+            /* out of memory on this rank alone, after or instead of the
+             * team's exchanges, with no step 5 to tell the others (below):
+             * stop loudly rather than leave them in shared memory */
+            nc_log_error("out of memory setting up a communicator");
+            PMPI_Abort(comm, 1);
+        }
     }
 
-    /* 5. everyone agrees */
+    /* 5. everyone agrees; not needed when comm is the node (c->node is
+     * MPI_COMM_NULL): then the team's exchanges were over all of comm, and
+     * every failure but memory (above) is agreed there. The lone failure
+     * that is not, the arrays of setup() on one rank, stops the job. */
     int flags[2] = {failed, 0}, all[2];
     if (c->team) {
         numacoll_team_info_t in;
         numacoll_team_info(c->team, &in);
         flags[1] = in.placement;
     }
-    PMPI_Allreduce(flags, all, 2, MPI_INT, MPI_MAX, comm);
+    if (c->node != MPI_COMM_NULL) {
+        PMPI_Allreduce(flags, all, 2, MPI_INT, MPI_MAX, comm);
+    } else {
+        if (failed && c->team) {
+            nc_log_error("out of memory setting up a communicator");
+            PMPI_Abort(comm, 1);
+        }
+        all[0] = failed;
+        all[1] = flags[1];
+    }
     if (all[0]) {
         c->state = NC_COMM_PMPI;
         numacoll_team_destroy(c->team);
@@ -240,9 +314,12 @@ void nc_mpi_budget_init(void)
     if (PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) !=
         MPI_SUCCESS)
         return;
-    int lrank, lsize;
+    int lrank, lsize, wsize;
     PMPI_Comm_rank(node, &lrank);
     PMPI_Comm_size(node, &lsize);
+    PMPI_Comm_size(MPI_COMM_WORLD, &wsize);
+    if (lsize == wsize && PMPI_Comm_group(MPI_COMM_WORLD, &world_group) == MPI_SUCCESS)
+        atomic_store_explicit(&world_one_node, 1, memory_order_relaxed);
     numacoll_bootstrap_t bs = {lrank, lsize, node_allgather, &node};
     int rc = nc_budget_join(&bs);
     if (rc && lrank == 0)
@@ -415,6 +492,8 @@ NUMACOLL_API int numacoll_mpi_stats(numacoll_mpi_stats_t *s)
         s->calls_leader[i] = atomic_load_explicit(&stat_leader[0][i], memory_order_relaxed);
         s->pmpi_leader[i] = atomic_load_explicit(&stat_leader[1][i], memory_order_relaxed);
     }
+    s->teams_made = atomic_load_explicit(&stat_teams[0], memory_order_relaxed);
+    s->teams_reused = atomic_load_explicit(&stat_teams[1], memory_order_relaxed);
     return 0;
 }
 
@@ -447,6 +526,10 @@ static void print_stats(void)
                           names[i], sum.calls_numacoll[i], sum.bytes_numacoll[i],
                           sum.calls_pmpi[i], sum.bytes_pmpi[i], sum.calls_leader[i],
                           sum.pmpi_leader[i]);
+        if (n > 0 && (size_t)n < sizeof line)
+            snprintf(line + n, sizeof line - (size_t)n,
+                     " teams (counted by each member) made %llu, reused %llu;", sum.teams_made,
+                     sum.teams_reused);
         fprintf(stderr, "%s\n", line);
     }
     PMPI_Comm_free(&node);
@@ -471,6 +554,10 @@ int nc_mpi_finalize(void)
             break;
         PMPI_Comm_delete_attr(c->comm, keyval); /* unlinks c from the list */
     }
+    nc_team_cache_clear();
+    atomic_store_explicit(&world_one_node, 0, memory_order_relaxed);
+    if (world_group != MPI_GROUP_NULL)
+        PMPI_Group_free(&world_group);
     if (keyval != MPI_KEYVAL_INVALID)
         PMPI_Comm_free_keyval(&keyval);
     nc_budget_leave();

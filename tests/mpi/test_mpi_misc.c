@@ -1,12 +1,13 @@
 /*
  * MPI layer: communicator life cycle (1000 create/free with no growth of
- * /dev/shm entries, mappings or fds), MPI_Barrier correctness through shared
+ * /dev/shm entries, mappings or fds; freed communicators' teams taken again by
+ * later ones, with every collective checked on them), MPI_Barrier correctness through shared
  * memory (nobody leaves barrier k before everyone entered it), and
  * MPI_THREAD_MULTIPLE with collectives on different communicators from
  * different threads, and RMA epochs (passive and active target) ended
  * around numacoll's collectives.
  *
- * Usage: test_mpi_misc commloop [N]|barrier|rma|threads
+ * Usage: test_mpi_misc commloop [N]|teamcache|barrier|rma|threads
  */
 #include <dirent.h>
 #include <mpi.h>
@@ -45,18 +46,32 @@ static int count_maps(void)
     return n;
 }
 
+static int team_cache_on(void)
+{
+    const char *e = getenv("NUMACOLL_TEAM_CACHE");
+    return !e || atoi(e) > 0;
+}
+
 static void commloop(int ncomms)
 {
     char buf[256];
-    /* One round first so every lazily created MPI resource exists. */
-    for (int i = 0; i < 3; i++) {
+    /* One round of each kind first so every lazily created MPI resource
+     * exists, and the team cache holds the teams of both member orders
+     * (the world's own team made first: it would take one of them). */
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int i = 0; i < 4; i++) {
         MPI_Comm c;
-        MPI_Comm_dup(MPI_COMM_WORLD, &c);
+        if (i % 2)
+            MPI_Comm_dup(MPI_COMM_WORLD, &c);
+        else
+            MPI_Comm_split(MPI_COMM_WORLD, 0, wsize - wrank, &c);
         MPI_Bcast(buf, sizeof buf, MPI_CHAR, 0, c);
         MPI_Comm_free(&c);
     }
     MPI_Barrier(MPI_COMM_WORLD);
     int fds = count_dir("/proc/self/fd", NULL), maps = count_maps();
+    numacoll_mpi_stats_t s0, s1;
+    numacoll_mpi_stats(&s0);
     for (int i = 0; i < ncomms; i++) {
         MPI_Comm c;
         if (i % 2)
@@ -74,6 +89,16 @@ static void commloop(int ncomms)
         MPI_Comm_free(&c);
     }
     MPI_Barrier(MPI_COMM_WORLD);
+    /* Two member orders alternate: with the team cache every communicator
+     * takes a freed one's team; without it each makes its own. */
+    numacoll_mpi_stats(&s1);
+    const unsigned long long made = s1.teams_made - s0.teams_made,
+                             reused = s1.teams_reused - s0.teams_reused;
+    const int cache = wsize > 1 && team_cache_on();
+    CHECK(made == (unsigned long long)(wsize > 1 && !cache ? ncomms : 0) &&
+              reused == (unsigned long long)(cache ? ncomms : 0),
+          "%d communicators: %llu teams made, %llu reused (team cache %s)", ncomms, made, reused,
+          cache ? "on" : "off");
     int shm = count_dir("/dev/shm", "numacoll-");
     CHECK(shm == 0, "%d numacoll entries in /dev/shm", shm);
     CHECK(count_dir("/proc/self/fd", NULL) == fds, "fds %d -> %d", fds, count_dir("/proc/self/fd", NULL));
@@ -83,6 +108,143 @@ static void commloop(int ncomms)
     if (wrank == 0)
         printf("commloop: %d communicators: fds %d, mappings %d -> %d, /dev/shm %d\n", ncomms, fds,
                maps, m, shm);
+}
+
+/* Every collective numacoll takes, on c, with every receive buffer checked;
+ * `tag` changes the data from one communicator to the next. */
+static void all_colls(MPI_Comm c, int tag)
+{
+    int r, n;
+    MPI_Comm_rank(c, &r);
+    MPI_Comm_size(c, &n);
+    enum { K = 300 }; /* ints per block */
+    int *a = malloc(sizeof(int) * K * (size_t)n), *b = malloc(sizeof(int) * K * (size_t)n);
+    const int root = tag % n;
+    for (int i = 0; i < K; i++)
+        a[i] = r == root ? tag * 7 + i : -1;
+    MPI_Bcast(a, K, MPI_INT, root, c);
+    for (int i = 0; i < K; i++)
+        if (a[i] != tag * 7 + i) {
+            CHECK(0, "tag %d: bcast [%d] = %d", tag, i, a[i]);
+            break;
+        }
+    for (int i = 0; i < K; i++)
+        a[i] = r + i + tag;
+    MPI_Allreduce(a, b, K, MPI_INT, MPI_SUM, c);
+    for (int i = 0; i < K; i++)
+        if (b[i] != n * (i + tag) + n * (n - 1) / 2) {
+            CHECK(0, "tag %d: allreduce [%d] = %d", tag, i, b[i]);
+            break;
+        }
+    memset(b, 0xff, sizeof(int) * K);
+    MPI_Reduce(a, b, K, MPI_INT, MPI_MAX, root, c);
+    for (int i = 0; i < K && r == root; i++)
+        if (b[i] != n - 1 + i + tag) {
+            CHECK(0, "tag %d: reduce [%d] = %d", tag, i, b[i]);
+            break;
+        }
+    MPI_Allgather(a, K, MPI_INT, b, K, MPI_INT, c);
+    for (int j = 0; j < n * K; j++)
+        if (b[j] != j / K + j % K + tag) {
+            CHECK(0, "tag %d: allgather [%d] = %d", tag, j, b[j]);
+            break;
+        }
+    for (int j = 0; j < n * K; j++)
+        a[j] = tag * 1000 + r * 100 + j / K; /* block j/K goes to rank j/K */
+    MPI_Alltoall(a, K, MPI_INT, b, K, MPI_INT, c);
+    for (int j = 0; j < n * K; j++)
+        if (b[j] != tag * 1000 + (j / K) * 100 + r) {
+            CHECK(0, "tag %d: alltoall [%d] = %d", tag, j, b[j]);
+            break;
+        }
+    MPI_Gather(a, K, MPI_INT, b, K, MPI_INT, root, c);
+    for (int j = 0; j < n * K && r == root; j++)
+        if (b[j] != tag * 1000 + (j / K) * 100 + j % K / K) {
+            CHECK(0, "tag %d: gather [%d] = %d", tag, j, b[j]);
+            break;
+        }
+    MPI_Barrier(c);
+    free(a);
+    free(b);
+}
+
+/* The team cache: a chain of communicators of the same ranks each run every
+ * collective on the team the previous one left; a communicator made while a
+ * rank still holds the previous one gets a team of its own; ranks in a
+ * different order never share a team. */
+static void teamcache(void)
+{
+    const int cache = wsize > 1 && team_cache_on(), any = wsize > 1;
+    numacoll_mpi_stats_t s0, s1;
+    numacoll_mpi_stats(&s0);
+    /* 1. a chain of 20 */
+    for (int i = 0; i < 20; i++) {
+        MPI_Comm c;
+        MPI_Comm_dup(MPI_COMM_WORLD, &c);
+        all_colls(c, i);
+        MPI_Comm_free(&c);
+    }
+    numacoll_mpi_stats(&s1);
+    CHECK(s1.teams_made - s0.teams_made == (unsigned long long)(cache ? 1 : any ? 20 : 0) &&
+              s1.teams_reused - s0.teams_reused == (unsigned long long)(cache ? 19 : 0),
+          "chain: %llu teams made, %llu reused", s1.teams_made - s0.teams_made,
+          s1.teams_reused - s0.teams_reused);
+
+    /* 2. rank 0 frees a before making b, the others after: b cannot have
+     * a's team (a rank still holds it), so it gets a new one */
+    MPI_Comm a, b, c;
+    numacoll_mpi_stats(&s0);
+    MPI_Comm_dup(MPI_COMM_WORLD, &a);
+    all_colls(a, 100);
+    if (wrank == 0) {
+        MPI_Comm_free(&a);
+        MPI_Comm_dup(MPI_COMM_WORLD, &b);
+    } else {
+        MPI_Comm_dup(MPI_COMM_WORLD, &b);
+    }
+    all_colls(b, 101);
+    if (wrank != 0)
+        MPI_Comm_free(&a);
+    MPI_Comm_free(&b);
+    /* 3. then the next one takes one of the two parked teams */
+    MPI_Comm_dup(MPI_COMM_WORLD, &c);
+    all_colls(c, 102);
+    numacoll_mpi_stats(&s1);
+    CHECK(s1.teams_made - s0.teams_made == (unsigned long long)(cache ? 1 : any ? 3 : 0) &&
+              s1.teams_reused - s0.teams_reused == (unsigned long long)(cache ? 2 : 0),
+          "a, b, c: %llu teams made, %llu reused", s1.teams_made - s0.teams_made,
+          s1.teams_reused - s0.teams_reused);
+
+    /* 4. the same ranks in reverse order, alongside c: a team of their own,
+     * then theirs again */
+    numacoll_mpi_stats(&s0);
+    for (int i = 0; i < 3; i++) {
+        MPI_Comm rev;
+        MPI_Comm_split(MPI_COMM_WORLD, 0, wsize - wrank, &rev);
+        all_colls(rev, 200 + i);
+        all_colls(c, 300 + i);
+        MPI_Comm_free(&rev);
+    }
+    numacoll_mpi_stats(&s1);
+    CHECK(s1.teams_made - s0.teams_made == (unsigned long long)(cache ? 1 : any ? 3 : 0) &&
+              s1.teams_reused - s0.teams_reused == (unsigned long long)(cache ? 2 : 0),
+          "reversed: %llu teams made, %llu reused", s1.teams_made - s0.teams_made,
+          s1.teams_reused - s0.teams_reused);
+    MPI_Comm_free(&c);
+    /* 5. half the ranks (p >= 4): their own team of p/2, while the whole
+     * world's stays parked */
+    if (wsize >= 4) {
+        MPI_Comm half;
+        MPI_Comm_split(MPI_COMM_WORLD, wrank % 2, wrank, &half);
+        for (int i = 0; i < 3; i++)
+            all_colls(half, 400 + i);
+        MPI_Comm_free(&half);
+        MPI_Comm_split(MPI_COMM_WORLD, wrank % 2, wrank, &half);
+        all_colls(half, 403);
+        MPI_Comm_free(&half);
+    }
+    if (wrank == 0)
+        printf("teamcache: %s\n", cache ? "cache on" : "cache off");
 }
 
 static void barrier_test(void)
@@ -280,6 +442,8 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &wsize);
     if (!strcmp(mode, "commloop"))
         commloop(argc > 2 ? atoi(argv[2]) : 1000);
+    else if (!strcmp(mode, "teamcache"))
+        teamcache();
     else if (!strcmp(mode, "barrier"))
         barrier_test();
     else if (!strcmp(mode, "rma"))
@@ -293,7 +457,7 @@ int main(int argc, char **argv)
         }
         threads_test();
     } else {
-        fprintf(stderr, "usage: test_mpi_misc commloop|barrier|rma|threads\n");
+        fprintf(stderr, "usage: test_mpi_misc commloop|teamcache|barrier|rma|threads\n");
         failures = 1;
     }
     int all;
