@@ -1,13 +1,14 @@
 /*
  * MPI layer: communicator life cycle (1000 create/free with no growth of
  * /dev/shm entries, mappings or fds; freed communicators' teams taken again by
- * later ones, with every collective checked on them), MPI_Barrier correctness through shared
+ * later ones, with every collective checked on them; two worlds merged after
+ * MPI_Comm_spawn), MPI_Barrier correctness through shared
  * memory (nobody leaves barrier k before everyone entered it), and
  * MPI_THREAD_MULTIPLE with collectives on different communicators from
  * different threads, and RMA epochs (passive and active target) ended
  * around numacoll's collectives.
  *
- * Usage: test_mpi_misc commloop [N]|teamcache|barrier|rma|threads
+ * Usage: test_mpi_misc commloop [N]|teamcache|spawn|barrier|rma|threads
  */
 #include <dirent.h>
 #include <mpi.h>
@@ -247,6 +248,50 @@ static void teamcache(void)
         printf("teamcache: %s\n", cache ? "cache on" : "cache off");
 }
 
+/* Two worlds on one node (MPI_Comm_spawn, merged): a communicator with
+ * ranks of another world is not the node by itself (the set-up splits it),
+ * on both sides alike; its team is cached like any other. argv0: this
+ * program; the children run "spawn child". */
+static void spawn_test(const char *argv0, int child)
+{
+    MPI_Comm parent, inter, merged;
+    MPI_Comm_get_parent(&parent);
+    if (!child) {
+        char *args[] = {"spawn", "child", NULL};
+        MPI_Comm_spawn(argv0, args, 2, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter,
+                       MPI_ERRCODES_IGNORE);
+    } else {
+        inter = parent;
+    }
+    MPI_Intercomm_merge(inter, child, &merged);
+    int n, remote;
+    MPI_Comm_size(merged, &n);
+    MPI_Comm_remote_size(inter, &remote);
+    CHECK(n == wsize + remote, "merged size %d, not %d + %d", n, wsize, remote);
+    numacoll_mpi_stats_t s0, s1;
+    numacoll_mpi_stats(&s0);
+    for (int k = 0; k < 5; k++) {
+        MPI_Comm d;
+        MPI_Comm_dup(merged, &d);
+        all_colls(d, 500 + k);
+        CHECK(numacoll_mpi_comm_active(d) == 1, "dup %d of the merged worlds not active", k);
+        MPI_Comm_free(&d);
+    }
+    numacoll_mpi_stats(&s1);
+    const int cache = team_cache_on();
+    CHECK(s1.teams_made - s0.teams_made == (unsigned long long)(cache ? 1 : 5) &&
+              s1.teams_reused - s0.teams_reused == (unsigned long long)(cache ? 4 : 0),
+          "merged worlds: %llu teams made, %llu reused", s1.teams_made - s0.teams_made,
+          s1.teams_reused - s0.teams_reused);
+    int bad = failures, all = 0;
+    MPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_SUM, merged);
+    if (!child && wrank == 0)
+        printf("spawn: %d ranks of two worlds, %d failures\n", n, all);
+    failures = all; /* the parents report the children's failures too */
+    MPI_Comm_free(&merged);
+    MPI_Comm_disconnect(&inter);
+}
+
 static void barrier_test(void)
 {
     /* The entry counters live in an MPI shared window on the node. */
@@ -444,6 +489,14 @@ int main(int argc, char **argv)
         commloop(argc > 2 ? atoi(argv[2]) : 1000);
     else if (!strcmp(mode, "teamcache"))
         teamcache();
+    else if (!strcmp(mode, "spawn")) {
+        int child = argc > 2 && !strcmp(argv[2], "child");
+        spawn_test(argv[0], child);
+        if (child) { /* the children's world reports nothing of its own */
+            MPI_Finalize();
+            return 0;
+        }
+    }
     else if (!strcmp(mode, "barrier"))
         barrier_test();
     else if (!strcmp(mode, "rma"))
@@ -457,7 +510,7 @@ int main(int argc, char **argv)
         }
         threads_test();
     } else {
-        fprintf(stderr, "usage: test_mpi_misc commloop|teamcache|barrier|rma|threads\n");
+        fprintf(stderr, "usage: test_mpi_misc commloop|teamcache|spawn|barrier|rma|threads\n");
         failures = 1;
     }
     int all;
