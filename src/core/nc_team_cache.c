@@ -12,7 +12,8 @@
  * counters and flags continue, nothing is reset.
  *
  * Park (nc_team_cache_put, local, when a communicator is freed):
- *   P1. a broken team, a team of one, or NUMACOLL_TEAM_CACHE=0: destroy;
+ *   P1. a broken team, a team of one, NUMACOLL_TEAM_CACHE=0, or a node budget
+ *       without room for two more teams of its size: destroy;
  *   P2. resolve the broadcasts this member deferred (as destroy does), so
  *       that no root waits for a member that left;
  *   P3. when NUMACOLL_TEAM_CACHE teams are parked already, destroy the
@@ -41,6 +42,7 @@
 #include <string.h>
 
 #include "core/nc_team.h"
+#include "shm/nc_shm.h"
 
 #define NC_TEAM_CACHE_MAX 16 /* NUMACOLL_TEAM_CACHE's upper bound */
 
@@ -140,11 +142,20 @@ int nc_team_cache_take(const numacoll_bootstrap_t *bs, numacoll_team_t **out)
                     if (!memcmp(mine[j]->id, all[0].id[k], sizeof all[0].id[k]))
                         pick = j;
         }
+    /* put back what was not picked; other threads may have parked teams
+     * meanwhile: the oldest beyond the limit go (destroyed outside the lock) */
+    const int limit = cache_limit();
+    numacoll_team_t *gone[2 * NC_TEAM_CACHE_MAX];
+    int ngone = 0;
     pthread_mutex_lock(&lock);
     for (int j = 0; j < n; j++)
         if (j != pick)
             insert(mine[j]);
+    while (nparked > limit)
+        gone[ngone++] = remove_at(0);
     pthread_mutex_unlock(&lock);
+    for (int j = 0; j < ngone; j++)
+        numacoll_team_destroy(gone[j]);
     free(all);
     if (rc)
         return rc;
@@ -154,6 +165,20 @@ int nc_team_cache_take(const numacoll_bootstrap_t *bs, numacoll_team_t **out)
     return 1;
 }
 
+/* P1: the node budget (shm/nc_shm.h) counts a parked team at its maker
+ * (member 0) until member 0 drops it, and no other process can make it drop
+ * it: a team is kept only while the budget has room for two more of its size
+ * besides it. Every member looks at the same node-wide counter; members
+ * that decide differently only lose the reuse (the team is offered by some,
+ * not all). */
+static int budget_tight(const numacoll_team_t *t)
+{
+    nc_budget_state_t st;
+    nc_budget_get(&st);
+    const uint64_t bytes = t->seg.l.total;
+    return st.limit && st.used + 2 * bytes > st.limit;
+}
+
 void nc_team_cache_put(numacoll_team_t *t)
 {
     if (!t)
@@ -161,9 +186,9 @@ void nc_team_cache_put(numacoll_team_t *t)
     const int limit = cache_limit();
     /* P1, P2 (a deferred call whose root sent data was a truncation: it is
      * reported and the team stays usable, as at any later call) */
-    if (!t->broken && t->p > 1 && limit)
+    if (!t->broken && t->p > 1 && limit && !budget_tight(t))
         nc_bcast_flush(t);
-    if (t->broken || t->p < 2 || !limit) {
+    if (t->broken || t->p < 2 || !limit || budget_tight(t)) {
         numacoll_team_destroy(t);
         return;
     }

@@ -125,18 +125,24 @@ static int of_one_node(MPI_Comm comm)
     if (!atomic_load_explicit(&world_one_node, memory_order_relaxed))
         return 0;
     MPI_Group g;
-    int n = 0, ok = 0;
-    if (PMPI_Comm_group(comm, &g) != MPI_SUCCESS)
-        return 0;
-    PMPI_Group_size(g, &n);
-    int *in = malloc(2 * sizeof(int) * (size_t)n);
-    if (in) {
-        for (int i = 0; i < n; i++)
-            in[i] = i;
-        ok = PMPI_Group_translate_ranks(g, n, in, world_group, in + n) == MPI_SUCCESS;
-        for (int i = 0; i < n && ok; i++)
-            ok = in[n + i] != MPI_UNDEFINED;
+    int n = 0, ok;
+    int *in = NULL;
+    /* A failure here is this rank's alone and would split it from the others
+     * (the node split is collective): stop loudly instead. */
+    if (PMPI_Comm_group(comm, &g) != MPI_SUCCESS || PMPI_Group_size(g, &n) != MPI_SUCCESS ||
+        !(in = malloc(2 * sizeof(int) * (size_t)n))) {
+        nc_log_error("setting up a communicator: no group or no memory");
+        PMPI_Abort(comm, 1);
     }
+    for (int i = 0; i < n; i++)
+        in[i] = i;
+    if (PMPI_Group_translate_ranks(g, n, in, world_group, in + n) != MPI_SUCCESS) {
+        nc_log_error("setting up a communicator: MPI_Group_translate_ranks failed");
+        PMPI_Abort(comm, 1);
+    }
+    ok = 1;
+    for (int i = 0; i < n && ok; i++)
+        ok = in[n + i] != MPI_UNDEFINED;
     free(in);
     PMPI_Group_free(&g);
     return ok;
@@ -240,10 +246,9 @@ static void setup_team(nc_mpi_comm_t *c, const nc_config_t *cfg, int lrank, int 
         }
         /* relaxed: statistics */
         atomic_fetch_add_explicit(&stat_teams[rc == 1], rc >= 0, memory_order_relaxed);
-        if (rc == NUMACOLL_ERR_NOMEM && c->node == MPI_COMM_NULL) {
-            /* out of memory on this rank alone, after or instead of the
-             * team's exchanges, with no step 5 to tell the others (below):
-             * stop loudly rather than leave them in shared memory */
+        if (rc == NUMACOLL_ERR_NOMEM) {
+            /* out of memory on this rank alone, maybe instead of an exchange
+             * the others are in: stop loudly rather than leave them waiting */
             nc_log_error("out of memory setting up a communicator");
             PMPI_Abort(comm, 1);
         }

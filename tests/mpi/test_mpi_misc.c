@@ -8,7 +8,7 @@
  * different threads, and RMA epochs (passive and active target) ended
  * around numacoll's collectives.
  *
- * Usage: test_mpi_misc commloop [N]|teamcache|spawn|barrier|rma|threads
+ * Usage: test_mpi_misc commloop [N]|teamcache|budget|spawn|barrier|rma|threads
  */
 #include <dirent.h>
 #include <mpi.h>
@@ -164,7 +164,29 @@ static void all_colls(MPI_Comm c, int tag)
             CHECK(0, "tag %d: gather [%d] = %d", tag, j, b[j]);
             break;
         }
+    /* large: the pipelined and CMA paths (1 MiB broadcast, 512 KiB allreduce) */
+    enum { L = 1 << 17 }; /* ints */
+    int *x = malloc(sizeof(int) * L), *y = malloc(sizeof(int) * L);
+    for (int i = 0; i < L; i++)
+        x[i] = r == root ? tag ^ i : 0;
+    MPI_Bcast(x, L, MPI_INT, root, c);
+    for (int i = 0; i < L; i++)
+        if (x[i] != (tag ^ i)) {
+            CHECK(0, "tag %d: 1 MiB bcast [%d] = %d", tag, i, x[i]);
+            break;
+        }
+    MPI_Allreduce(x, y, L, MPI_INT, MPI_SUM, c);
+    for (int i = 0; i < L; i++)
+        if (y[i] != n * (tag ^ i)) {
+            CHECK(0, "tag %d: 512 KiB allreduce [%d] = %d", tag, i, y[i]);
+            break;
+        }
+    free(x);
+    free(y);
     MPI_Barrier(c);
+    /* last: a broadcast of nothing, which non-roots may leave unresolved until
+     * their next call (the team cache resolves it when c is freed) */
+    MPI_Bcast(a, 0, MPI_INT, root, c);
     free(a);
     free(b);
 }
@@ -191,23 +213,23 @@ static void teamcache(void)
           "chain: %llu teams made, %llu reused", s1.teams_made - s0.teams_made,
           s1.teams_reused - s0.teams_reused);
 
-    /* 2. rank 0 frees a before making b, the others after: b cannot have
-     * a's team (a rank still holds it), so it gets a new one */
+    /* 2. the odd ranks keep no team when they free a (their cache is off
+     * then; one in every virtual node of two): b cannot have a's team, which
+     * only the others offer, so it gets a new one */
     MPI_Comm a, b, c;
+    char keep[32] = "4";
+    numacoll_param_get("NUMACOLL_TEAM_CACHE", keep, sizeof keep, NULL);
     numacoll_mpi_stats(&s0);
     MPI_Comm_dup(MPI_COMM_WORLD, &a);
     all_colls(a, 100);
-    if (wrank == 0) {
-        MPI_Comm_free(&a);
-        MPI_Comm_dup(MPI_COMM_WORLD, &b);
-    } else {
-        MPI_Comm_dup(MPI_COMM_WORLD, &b);
-    }
+    if (wrank % 2)
+        numacoll_param_set("NUMACOLL_TEAM_CACHE", "0");
+    MPI_Comm_free(&a);
+    numacoll_param_set("NUMACOLL_TEAM_CACHE", keep);
+    MPI_Comm_dup(MPI_COMM_WORLD, &b);
     all_colls(b, 101);
-    if (wrank != 0)
-        MPI_Comm_free(&a);
     MPI_Comm_free(&b);
-    /* 3. then the next one takes one of the two parked teams */
+    /* 3. then the next one takes b's team, the one every rank offers */
     MPI_Comm_dup(MPI_COMM_WORLD, &c);
     all_colls(c, 102);
     numacoll_mpi_stats(&s1);
@@ -292,6 +314,36 @@ static void spawn_test(const char *argv0, int child)
     MPI_Comm_disconnect(&inter);
 }
 
+/* Under a tight node budget (NUMACOLL_SHM_LIMIT about one and a half teams)
+ * a freed communicator's team is not kept: only its maker could give its
+ * budget back, so kept it would shorten the queue of the next communicator
+ * of other ranks (here the reversed order), or send it to the MPI library. */
+static void budget_test(void)
+{
+    MPI_Comm a, rev;
+    numacoll_team_info_t ia = {0}, ir = {0};
+    numacoll_mpi_stats_t s0, s1;
+    numacoll_mpi_stats(&s0);
+    MPI_Comm_dup(MPI_COMM_WORLD, &a);
+    all_colls(a, 600);
+    numacoll_team_t *ta = numacoll_mpi_comm_team(a);
+    CHECK(ta && !numacoll_team_info(ta, &ia), "first communicator has no team");
+    MPI_Comm_free(&a);
+    MPI_Comm_split(MPI_COMM_WORLD, 0, wsize - wrank, &rev);
+    all_colls(rev, 601);
+    numacoll_team_t *tr = numacoll_mpi_comm_team(rev);
+    CHECK(tr && !numacoll_team_info(tr, &ir), "reversed communicator has no team");
+    CHECK(ir.queue_len == ia.queue_len, "reversed communicator's queue %zu, the first's %zu",
+          ir.queue_len, ia.queue_len);
+    MPI_Comm_free(&rev);
+    numacoll_mpi_stats(&s1);
+    CHECK(s1.teams_made - s0.teams_made == 2 && s1.teams_reused == s0.teams_reused,
+          "%llu teams made, %llu reused", s1.teams_made - s0.teams_made,
+          s1.teams_reused - s0.teams_reused);
+    if (wrank == 0)
+        printf("budget: queue %zu and %zu\n", ia.queue_len, ir.queue_len);
+}
+
 static void barrier_test(void)
 {
     /* The entry counters live in an MPI shared window on the node. */
@@ -350,6 +402,14 @@ static void *thread_body(void *p)
         if (i % 10 == 0)
             MPI_Barrier(a->comm);
     }
+    /* then short-lived communicators from every thread at once: the team
+     * cache's takes and parks race (one cache per process) */
+    for (int i = 0; i < 12; i++) {
+        MPI_Comm sub;
+        MPI_Comm_dup(a->comm, &sub);
+        all_colls(sub, 700 + 20 * a->id + i);
+        MPI_Comm_free(&sub);
+    }
     return NULL;
 }
 
@@ -369,7 +429,8 @@ static void threads_test(void)
     for (int i = 0; i < T; i++)
         MPI_Comm_free(&args[i].comm);
     if (wrank == 0)
-        printf("threads: %d threads x 200 bcasts on their own communicators\n", T);
+        printf("threads: %d threads x 200 bcasts on their own communicators, then 12 "
+               "short-lived communicators each\n", T);
 }
 
 /* Passive-target RMA from rank 0 while the others wait in numacoll's
@@ -489,6 +550,8 @@ int main(int argc, char **argv)
         commloop(argc > 2 ? atoi(argv[2]) : 1000);
     else if (!strcmp(mode, "teamcache"))
         teamcache();
+    else if (!strcmp(mode, "budget"))
+        budget_test();
     else if (!strcmp(mode, "spawn")) {
         int child = argc > 2 && !strcmp(argv[2], "child");
         spawn_test(argv[0], child);
@@ -510,7 +573,7 @@ int main(int argc, char **argv)
         }
         threads_test();
     } else {
-        fprintf(stderr, "usage: test_mpi_misc commloop|teamcache|spawn|barrier|rma|threads\n");
+        fprintf(stderr, "usage: test_mpi_misc commloop|teamcache|budget|spawn|barrier|rma|threads\n");
         failures = 1;
     }
     int all;
