@@ -186,9 +186,10 @@ void nc_team_cache_put(numacoll_team_t *t)
     const int limit = cache_limit();
     /* P1, P2 (a deferred call whose root sent data was a truncation: it is
      * reported and the team stays usable, as at any later call) */
-    if (!t->broken && t->p > 1 && limit && !budget_tight(t))
+    const int keep = !t->broken && t->p > 1 && limit && !budget_tight(t);
+    if (keep)
         nc_bcast_flush(t);
-    if (t->broken || t->p < 2 || !limit || budget_tight(t)) {
+    if (!keep || t->broken) {
         numacoll_team_destroy(t);
         return;
     }
