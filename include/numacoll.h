@@ -214,7 +214,7 @@ typedef struct numacoll_team_info {
     const char *tree;       /* e.g. "kary:2" */
     const char *layout;     /* "paper" or "compact" */
     size_t hdr_off, hdr_bytes;          /* header + leaders + pids */
-    size_t calls_off, calls_bytes;      /* call ring + one ack line per member */
+    size_t calls_off, calls_bytes;      /* call ring, an ack line and two probe lines per member */
     size_t sets_off, set_bytes;         /* q pages of op/nreaders */
     size_t rank_off, rank_bytes;        /* member i's block at rank_off + i*rank_bytes */
     size_t ctrl_bytes;                  /* control blocks at the start of a member block */

@@ -51,7 +51,16 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
       "Bulk copies into the segment (broadcast fragments, gather-family fragments, large "      \
       "reduction rounds) with non-temporal stores (to memory, past the writer's cache), so "    \
       "readers that share no cache with the writer stream them from memory: on, off, or auto "  \
-      "(on when hwloc says the members do not all share a cache).")                            \
+      "(on when the members do not all share a cache: NUMACOLL_CACHE_PROBE).")                  \
+    X(CACHE_PROBE, NC_PT_ENUM, "auto", 0, 0, "auto|on|off", "",                                \
+      "Whether the members share a cache (what NUMACOLL_SHM_NT=auto and the reduce's CMA rule " \
+      "go by): on (measured at team creation: neighbouring members pass a cache line back and " \
+      "forth), off (hwloc's caches), or auto (measured in a virtual machine, whose caches "      \
+      "hwloc sees as the hypervisor describes them, and where hwloc cannot tell; hwloc on bare " \
+      "metal or with a given topology, and with more members than CPUs).")                     \
+    X(CACHE_SHARED_NS, NC_PT_INT, "100", 1, 1000000, NULL, "ns",                                \
+      "NUMACOLL_CACHE_PROBE: members share a cache when the slowest pair of neighbours hands a " \
+      "line over (one way, best of 64 round trips) in less than this.")                        \
     X(SEG_LAYOUT, NC_PT_ENUM, "compact", 0, 0, "paper|compact", "",                            \
       "Control blocks: paper = one page each (as published), compact = one cache line each.")   \
     X(SHM_LIMIT, NC_PT_SIZE, "0", 0, INT64_C(1) << 50, NULL, "bytes",                          \
@@ -103,7 +112,8 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
       "bytes (and above the one-hand-off size, min(NUMACOLL_REDUCE_SMALL_MAX, "                \
       "NUMACOLL_REDUCE_FRAG_SIZE)) read the contributions in place by CMA, each member its "   \
       "slice, instead of through the slots; 0: from 128 KiB when the members do not all share " \
-      "a cache (hwloc) and sit on one NUMA node; numacoll-tune measures it (docs/reduce.md).") \
+      "a cache (NUMACOLL_CACHE_PROBE) and sit on one NUMA node; numacoll-tune measures it "    \
+      "(docs/reduce.md).")                                                                      \
     X(ALLREDUCE_CMA_MIN, NC_PT_SIZE, "0", 0, INT64_C(1) << 50, NULL, "bytes",                    \
       "MPI_Allreduce (numacoll_allreduce), NUMACOLL_TRANSPORT=auto: calls of at least this "   \
       "many bytes (and above the one-hand-off size) go by CMA, as NUMACOLL_REDUCE_CMA_MIN; "   \
@@ -206,6 +216,7 @@ enum { NC_LAYOUT_PAPER = 0, NC_LAYOUT_COMPACT = 1 };
 /* NUMACOLL_TRANSPORT, in the order of its choices. */
 enum { NC_TRANSPORT_AUTO = 0, NC_TRANSPORT_SHM = 1, NC_TRANSPORT_CMA = 2 };
 enum { NC_SHM_NT_AUTO = 0, NC_SHM_NT_ON = 1, NC_SHM_NT_OFF = 2 };
+enum { NC_CACHE_PROBE_AUTO = 0, NC_CACHE_PROBE_ON = 1, NC_CACHE_PROBE_OFF = 2 };
 enum { NC_NUMA_FWD_AUTO = 0, NC_NUMA_FWD_ON = 1, NC_NUMA_FWD_OFF = 2 };
 
 typedef struct nc_param_desc {

@@ -20,7 +20,12 @@
  *   4. allgather #2: attach/reserve status and placement result; rank 0
  *      closes the descriptor the others attached through. A crash at any
  *      step leaves nothing in /dev/shm. A failure is reported by rank 0 in
- *      one line naming the member and what it lacked.
+ *      one line naming the member and what it lacked;
+ *   5. when every member asked for it in #2 (NUMACOLL_CACHE_PROBE): the
+ *      cache probe, neighbours timing a line's hand-off in the segment
+ *      (probe_caches(), P1-P3), which decides whether the members share a
+ *      cache; then the choices that follow from it (streamed stores, the
+ *      reductions' CMA rule).
  */
 #include "core/nc_team.h"
 
@@ -49,7 +54,7 @@ static const int agreed[] = {NC_P_BCAST_FRAG_SIZE, NC_P_BCAST_QUEUE_LEN, NC_P_BC
                              NC_P_REDUCE_NUMA,     NC_P_GATHER_FRAG_SIZE, NC_P_GATHER_SLOTS,
                              NC_P_GATHER_INLINE_MAX, NC_P_TRANSPORT, NC_P_REDUCE_CMA_MIN,
                              NC_P_ALLREDUCE_CMA_MIN, NC_P_NUMA_FORWARD, NC_P_NUMA_RATIO,
-                             NC_P_TEST_DOMAINS};
+                             NC_P_TEST_DOMAINS,    NC_P_CACHE_PROBE,     NC_P_CACHE_SHARED_NS};
 #define NC_NAGREED ((int)NC_ARRAY_SIZE(agreed))
 
 typedef struct rec1 {
@@ -66,6 +71,7 @@ typedef struct rec2 {
     int32_t status, checked;
     int32_t cma_err;      /* the CMA probe: 0, or the errno of the first refusal */
     int32_t cache_shared; /* this member's view of nc_topo_cache_shared() (agreed after #2) */
+    int32_t cache_probe;  /* this member asks for the cache probe (5: all must) */
     int32_t numa_ratio;   /* ... of nc_topo_numa_ratio(), in thousandths (agreed after #2) */
     int64_t pages, misplaced;
     char cma_why[320];    /* why CMA was refused, naming the peer */
@@ -142,6 +148,9 @@ static void fmt_switch(char *v, size_t n, size_t min, size_t below, const char *
 /* The members' agreed view of their caches (t->cache_shared), in words. */
 static const char *cache_words(const numacoll_team_t *t)
 {
+    if (t->cache_probe)
+        return t->cache_shared ? "the members share a cache, as measured"
+                               : "the members do not all share a cache, as measured";
     return t->cache_shared == 0   ? "the members do not all share a cache"
            : t->cache_shared == 1 ? "the members share a cache"
                                   : "the members' caches are unknown";
@@ -184,6 +193,22 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
     }
     nc_log_info(1, "  %-10s %10zu %10zu %6d %5d (with member 0)", "shared", l->barrier_off,
                 l->barrier_bytes, 0, t->numa[0]);
+    if (t->cache_probe)
+        nc_log_info(1, "caches: %s: the slowest neighbours, members %d and %d, hand a line over "
+                       "in %d ns one way (a shared cache below NUMACOLL_CACHE_SHARED_NS=%d)",
+                    cache_words(t), t->handoff_pair, t->handoff_pair + 1, t->handoff_ns,
+                    (int)NC_CFG_NUM(&t->cfg, CACHE_SHARED_NS));
+    else
+    {
+        const char *why;
+        const int from = nc_topo_caches_from(topo, &why);
+        nc_log_info(1, "caches: %s (hwloc: %s%s)", cache_words(t), why,
+                    t->p < 2 || from == NC_TOPO_CACHES_GIVEN ? ""
+                    : NC_CFG_NUM(&t->cfg, CACHE_PROBE) == NC_CACHE_PROBE_OFF
+                        ? "; NUMACOLL_CACHE_PROBE=off"
+                    : t->oversubscribed ? "; auto measures nothing with more members than CPUs"
+                                        : "");
+    }
     nc_log_info(1,
                 "copies into the segment (broadcast fragments, gather-family slots, large "
                 "reductions): %s stores (%s)",
@@ -312,6 +337,121 @@ static void cma_agree(numacoll_team_t *t, const rec2_t *r2)
     else
         nc_log_info(1, "CMA is not allowed here: %s; large broadcasts copy through the shared "
                        "segment", t->cma_why);
+}
+
+/* Does this member ask for the cache probe (step 5)? NUMACOLL_CACHE_PROBE:
+ * on, off, or auto: when hwloc's caches are a hypervisor's description or
+ * unknown, not when the caller described the machine, and not with more
+ * members than CPUs (the round trips would time the scheduler). */
+static int probe_wanted(const numacoll_team_t *t)
+{
+    const int64_t m = NC_CFG_NUM(&t->cfg, CACHE_PROBE);
+    if (t->p < 2 || m == NC_CACHE_PROBE_OFF)
+        return 0;
+    if (m == NC_CACHE_PROBE_ON)
+        return 1;
+    if (t->oversubscribed)
+        return 0;
+    const int from = nc_topo_caches_from(topo, NULL);
+    return from == NC_TOPO_CACHES_VIRTUAL || (from != NC_TOPO_CACHES_GIVEN && t->cache_shared < 0);
+}
+
+/* Until *w >= v: the probe's values stay far below a wrap. */
+static int probe_wait(numacoll_team_t *t, _Atomic uint32_t *w, uint32_t v)
+{
+    nc_backoff_t b;
+    int rc;
+    nc_backoff_init(&b, &t->wait);
+    /* relaxed: the value is the hand-off being timed, nothing is published
+     * with it */
+    while (atomic_load_explicit(w, memory_order_relaxed) < v)
+        if ((rc = nc_backoff(&b)) < 0)
+            return rc;
+    return 0;
+}
+
+#define PROBE_BATCHES 8 /* timed batches per pair; the fastest counts */
+#define PROBE_BATCH 8   /* round trips per batch */
+
+/*
+ * Step 5: the cache probe. Neighbours i and i + 1 pass a line back and forth
+ * (nc_seg_probe(): member i writes only its own ping line): in phase 0 every
+ * even member i with member i + 1, in phase 1 every odd one, so each pair is
+ * timed alone and every member in at most one pair at a time.
+ *   P1. member i (the pair's lower) writes ping = v + 1 and waits until
+ *       member i + 1's ping >= v + 1; i + 1 waits until i's ping >= v + 1
+ *       and writes its own; 64 round trips per phase, values rising over
+ *       both phases (phase 1 starts above phase 0's last), timed in batches
+ *       of 8;
+ *   P2. member i writes ns = (fastest batch) / 16 + 1: its one-way hand-off
+ *       with i + 1 (UINT64_MAX: a wait failed);
+ *   P3. every member waits for the ns of members 0 .. p - 2 and takes the
+ *       largest: every member reads the same values, so every member gets
+ *       the same cache_shared (below NUMACOLL_CACHE_SHARED_NS: 1, else 0).
+ * Sharing a last-level cache is transitive (caches partition the CPUs), so
+ * the neighbours tell whether all members share one. Only the minimum of
+ * the batches counts: a preemption or a late partner only slows a batch.
+ * The lines are fresh (zero) in a new segment; a reused team keeps its
+ * result. A wait that fails (a dead member: the team is lost anyway) leaves
+ * hwloc's view, and the team reports itself not measured.
+ */
+static void probe_caches(numacoll_team_t *t)
+{
+    const int p = t->p, me = t->rank;
+    nc_probe_line_t *mine = nc_seg_probe(&t->seg, me);
+    const uint32_t per = PROBE_BATCHES * PROBE_BATCH;
+    int rc = 0;
+    for (int ph = 0; ph < 2 && !rc; ph++) {
+        uint32_t v = (uint32_t)ph * per;
+        if ((me & 1) == ph && me + 1 < p) {
+            /* P1, P2: the pair's lower member */
+            _Atomic uint32_t *peer = &nc_seg_probe(&t->seg, me + 1)->ping;
+            uint64_t best = UINT64_MAX;
+            for (int k = 0; k < PROBE_BATCHES && !rc; k++) {
+                const uint64_t t0 = nc_time_ns();
+                for (int j = 0; j < PROBE_BATCH && !rc; j++) {
+                    atomic_store_explicit(&mine->ping, ++v, memory_order_relaxed);
+                    rc = probe_wait(t, peer, v);
+                }
+                const uint64_t dt = nc_time_ns() - t0;
+                best = dt < best ? dt : best;
+            }
+            /* relaxed: a value on its own, read in P3 */
+            atomic_store_explicit(&mine->ns, rc ? UINT64_MAX : best / (2 * PROBE_BATCH) + 1,
+                                  memory_order_relaxed);
+        } else if ((me & 1) != ph && me > 0) {
+            /* P1: the pair's upper member answers */
+            _Atomic uint32_t *peer = &nc_seg_probe(&t->seg, me - 1)->ping;
+            for (uint32_t j = 0; j < per && !rc; j++)
+                if (!(rc = probe_wait(t, peer, ++v)))
+                    atomic_store_explicit(&mine->ping, v, memory_order_relaxed);
+        }
+    }
+    /* P3 */
+    uint64_t worst = 0;
+    int pair = 0;
+    for (int i = 0; i + 1 < p && !rc; i++) {
+        _Atomic uint64_t *w = &nc_seg_probe(&t->seg, i)->ns;
+        uint64_t ns;
+        nc_backoff_t b;
+        nc_backoff_init(&b, &t->wait);
+        /* relaxed: the value alone (P2) */
+        while (!(ns = atomic_load_explicit(w, memory_order_relaxed)) && !rc)
+            rc = nc_backoff(&b) < 0;
+        if (ns == UINT64_MAX)
+            rc = 1;
+        else if (!rc && ns - 1 >= worst) {
+            worst = ns - 1;
+            pair = i;
+        }
+    }
+    if (rc) {
+        t->cache_probe = 0;
+        return;
+    }
+    t->handoff_ns = worst > INT32_MAX ? INT32_MAX : (int)worst;
+    t->handoff_pair = pair;
+    t->cache_shared = worst < (uint64_t)NC_CFG_NUM(&t->cfg, CACHE_SHARED_NS);
 }
 
 void nc_team_cost_model(const nc_config_t *cfg, nc_xfer_model_t *x)
@@ -608,6 +748,7 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
         t->ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
     free(cpus);
     t->oversubscribed = p > t->ncpus;
+    t->cache_probe = probe_wanted(t);
 
     /* 3. attach, first touch, verify */
     nc_placement_t pl = {0};
@@ -631,6 +772,7 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     }
     rec2_t m2 = {.status = rc, .checked = pl.checked, .pages = pl.pages, .misplaced = pl.misplaced,
                  .cache_shared = t->cache_shared,
+                 .cache_probe = t->cache_probe,
                  .numa_ratio = t->numa_ratio > 0 && t->numa_ratio < 1e6
                                    ? (int32_t)(t->numa_ratio * 1000.0 + 0.5)
                                    : 0};
@@ -674,6 +816,17 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     for (int i = 0; i < p; i++)
         if (r2[i].cache_shared != t->cache_shared)
             t->cache_shared = -1;
+    /* 5. the cache probe, if every member asked for it (probe_caches()) */
+    t->wait.p = p;
+    t->wait.rank = me;
+    t->wait.pids = t->pids;
+    t->wait.broken = &nc_seg_hdr(&t->seg)->broken;
+    t->wait.spin_limit = t->oversubscribed ? 0 : (uint32_t)NC_CFG_NUM(&cfg, SPIN_COUNT);
+    for (int i = 0; i < p; i++)
+        t->cache_probe &= r2[i].cache_probe != 0;
+    t->handoff_ns = t->handoff_pair = -1;
+    if (t->cache_probe)
+        probe_caches(t);
     /* Likewise the NUMA distance (the reductions' forwarding, coll/nc_reduce.c
      * step 5f, is chosen alike on every member from it): in thousandths,
      * unknown (0) unless every member saw the same. */
@@ -730,11 +883,6 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
                            (int)cfg.v[NC_P_BCAST_TREE].aux, p, order);
         free(order);
     }
-    t->wait.p = p;
-    t->wait.rank = me;
-    t->wait.pids = t->pids;
-    t->wait.broken = &nc_seg_hdr(&t->seg)->broken;
-    t->wait.spin_limit = t->oversubscribed ? 0 : (uint32_t)NC_CFG_NUM(&cfg, SPIN_COUNT);
     t->bcast_call = t->bcast_op = nc_test_seq0;
     t->bcast_calls = NC_CALLS64_0(nc_test_seq0);
     t->ring_acked = nc_test_seq0 - 1u;

@@ -66,7 +66,12 @@ struct numacoll_team {
     uint64_t gather_via;   /* allgather blocks this member read from a member that carried them */
     size_t reduce_cma_min[2]; /* reductions from this size use CMA (coll/nc_reduce.c):
                                  [0] reduce, [1] allreduce */
-    int cache_shared;      /* every member's CPUs under one cache (hwloc): 1, 0, -1 unknown */
+    int cache_shared;      /* every member's CPUs under one cache: 1, 0, -1 unknown; hwloc's,
+                              or measured (cache_probe) */
+    int cache_probe;       /* this member asks for the cache probe (NUMACOLL_CACHE_PROBE);
+                              after exchange #2: 1 if the team measured */
+    int handoff_ns;        /* measured: the slowest neighbours' one-way hand-off, ns */
+    int handoff_pair;      /* ... between members handoff_pair and handoff_pair + 1 */
     double numa_ratio;     /* remote / local NUMA distance between the members' nodes
                               (nc_topo_numa_ratio): this member's view until the
                               collectives' init, then agreed (0 unknown) */

@@ -33,7 +33,8 @@ int nc_layout_compute(nc_layout_t *l, int p, size_t f, int s, int q, int kind, s
     l->hdr_off = 0;
     l->hdr_bytes = nc_round_up(NC_SEG_LEADERS_OFF + 2 * sizeof(int32_t) * (size_t)p, page);
     l->calls_off = l->hdr_off + l->hdr_bytes;
-    l->calls_bytes = nc_round_up((size_t)NC_CALL_RING * NC_CALL_SLOT_BYTES + (size_t)p * NC_CACHELINE,
+    l->calls_bytes = nc_round_up((size_t)NC_CALL_RING * NC_CALL_SLOT_BYTES +
+                                     (size_t)p * (sizeof(nc_call_ack_t) + sizeof(nc_probe_line_t)),
                                  page);
     l->sets_off = l->calls_off + l->calls_bytes;
     l->set_bytes = page;

@@ -11,6 +11,7 @@
  *   hdr_bytes              call ring: NC_CALL_RING slots of 4 KiB root of a call announces it
  *                          {seq, root, bytes, inline data},       (and small data) / rank 0
  *                          then one ack line per member           member i: calls resolved
+ *                          then two probe lines per member        member i (team creation)
  *   calls_off+calls_bytes  q set pages: op on one line,           root of a call / rank 0
  *                          nreaders on the next line              readers decrement
  *   rank_off + i*rank_bytes  member i: s control blocks           parent in the tree writes a
@@ -30,7 +31,7 @@
  *
  * Size: hdr + calls + q*page + p*(ctrl + s*roundup(f, page) + sum of member areas)
  * + sum of shared areas, where hdr is one page for p <= 500, calls is
- * NC_CALL_RING * 4 KiB + roundup(p * 64, page) and ctrl is s pages (paper) or
+ * roundup(NC_CALL_RING * 4 KiB + p * 3 * 64, page) and ctrl is s pages (paper) or
  * roundup(s*64, page) (compact); every area is rounded up to whole pages.
  * nc_layout_compute() is the only place that computes offsets.
  */
@@ -44,7 +45,7 @@
 #include "common/nc_common.h"
 
 #define NC_SEG_MAGIC UINT64_C(0x4c4c4f43414d554e) /* "NUMACOLL" */
-#define NC_SEG_VERSION 2u
+#define NC_SEG_VERSION 3u
 
 /* At most this many collectives declare areas (coll/nc_coll.h). */
 #define NC_LAYOUT_AREAS 4
@@ -129,6 +130,16 @@ typedef struct nc_call_ack {
 } nc_call_ack_t;
 NC_STATIC_ASSERT(sizeof(nc_call_ack_t) == NC_CACHELINE, "an ack is one line");
 
+/* The cache probe at team creation (core/nc_team.c, NUMACOLL_CACHE_PROBE):
+ * member i's two lines after the ack lines. ping: passed back and forth
+ * with a neighbour; ns: member i's measure of the hand-off between it and
+ * member i + 1, plus one (0: not yet). */
+typedef struct nc_probe_line {
+    _Atomic uint32_t ping;
+    _Atomic uint64_t ns NC_ALIGNED(NC_CACHELINE);
+} nc_probe_line_t;
+NC_STATIC_ASSERT(sizeof(nc_probe_line_t) == 2 * NC_CACHELINE, "ping and ns on separate lines");
+
 /* The 64-bit count of broadcast calls of a team created with counters at
  * seq0 starts here (coll/nc_bcast.c; post and fin above). */
 #define NC_CALLS64_0(seq0) ((UINT64_C(1) << 32) + (uint32_t)(seq0))
@@ -180,6 +191,10 @@ static inline nc_call_ack_t *nc_seg_ack(const nc_seg_t *seg, int rank)
 {
     return (nc_call_ack_t *)((char *)seg->base + seg->l.calls_off +
                              (size_t)NC_CALL_RING * NC_CALL_SLOT_BYTES) + rank;
+}
+static inline nc_probe_line_t *nc_seg_probe(const nc_seg_t *seg, int rank)
+{
+    return (nc_probe_line_t *)(nc_seg_ack(seg, seg->l.p)) + rank;
 }
 static inline nc_set_ctl_t *nc_seg_set(const nc_seg_t *seg, int set)
 {

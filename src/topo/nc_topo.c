@@ -4,6 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "common/nc_common.h"
 
@@ -142,6 +146,35 @@ int nc_topo_cache_shared(const nc_topo_t *t, int p, const uint64_t (*words)[NC_T
     }
     int rc = hwloc_bitmap_iszero(u) ? -1 : hwloc_get_cache_covering_cpuset(t->topo, u) != NULL;
     hwloc_bitmap_free(u);
+    return rc;
+}
+
+static int under_hypervisor(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c >> 31 & 1);
+#else
+    return access("/sys/hypervisor/type", F_OK) == 0;
+#endif
+}
+
+int nc_topo_caches_from(const nc_topo_t *t, const char **why)
+{
+    const char *w = "hwloc read this machine";
+    int rc = NC_TOPO_CACHES_MACHINE;
+    if (!t) {
+        w = "no topology";
+        rc = NC_TOPO_CACHES_NONE;
+    } else if (!hwloc_topology_is_thissystem(t->topo)) {
+        w = "hwloc read a given description (HWLOC_SYNTHETIC, HWLOC_XMLFILE)";
+        rc = NC_TOPO_CACHES_GIVEN;
+    } else if (under_hypervisor()) {
+        w = "a virtual machine: hwloc shows the hypervisor's description";
+        rc = NC_TOPO_CACHES_VIRTUAL;
+    }
+    if (why)
+        *why = w;
     return rc;
 }
 

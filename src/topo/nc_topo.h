@@ -38,6 +38,14 @@ int nc_topo_union_weight(int p, const uint64_t (*words)[NC_TOPO_CPUSET_WORDS]);
 /* Do the CPUs of all p members share one cache (an hwloc cache object covers
  * the union of their cpusets)? 1 yes, 0 no, -1 unknown (no topology, no CPUs). */
 int nc_topo_cache_shared(const nc_topo_t *t, int p, const uint64_t (*words)[NC_TOPO_CPUSET_WORDS]);
+/* Where hwloc's caches come from: NC_TOPO_CACHES_GIVEN when hwloc reads a
+ * description (HWLOC_SYNTHETIC, HWLOC_XMLFILE: the caller said what the
+ * machine is), _VIRTUAL when the CPU says it runs under a hypervisor, whose
+ * caches are the ones the hypervisor describes (x86: CPUID leaf 1, ECX bit
+ * 31; elsewhere /sys/hypervisor/type), _MACHINE otherwise, _NONE without a
+ * topology. *why (may be NULL): the same in words. */
+enum { NC_TOPO_CACHES_NONE, NC_TOPO_CACHES_MACHINE, NC_TOPO_CACHES_GIVEN, NC_TOPO_CACHES_VIRTUAL };
+int nc_topo_caches_from(const nc_topo_t *t, const char **why);
 /* How much farther another NUMA node is than one's own, between the nodes of
  * the p members (numa[i]: OS index, -1 unknown): the mean over ordered pairs
  * of distinct nodes a, b of d(a, b) / d(a, a), hwloc's latency distances (the

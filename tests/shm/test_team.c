@@ -207,6 +207,86 @@ static int body_leak(int rank, int p, const char *name, void *arg)
     return 0;
 }
 
+/* ---- the cache probe (core/nc_team.c, step 5) ------------------------------------- */
+typedef struct probe_case {
+    const char *probe, *ns; /* NUMACOLL_CACHE_PROBE, NUMACOLL_CACHE_SHARED_NS */
+    int probed, shared;     /* expected (p > 1) */
+    int given0;             /* member 0 alone reads a given topology */
+} probe_case_t;
+
+static int body_probe(int rank, int p, const char *name, void *arg)
+{
+    const probe_case_t *c = arg;
+    if (c->given0 && rank == 0)
+        setenv("HWLOC_SYNTHETIC", "pack:1 l3:1 core:2 pu:1", 1);
+    CHECK(numacoll_param_set("NUMACOLL_CACHE_PROBE", c->probe) == 0, "CACHE_PROBE");
+    CHECK(numacoll_param_set("NUMACOLL_CACHE_SHARED_NS", c->ns) == 0, "CACHE_SHARED_NS");
+    numacoll_bootstrap_t *bs;
+    numacoll_team_t *t;
+    CHECK(numacoll_bootstrap_named(name, rank, p, &bs) == 0, "bootstrap");
+    CHECK(numacoll_team_create(bs, &t) == 0, "team");
+    const int probed = p > 1 && c->probed;
+    CHECK(t->cache_probe == probed, "rank %d p=%d: cache_probe %d, expected %d", rank, p,
+          t->cache_probe, probed);
+    if (probed) {
+        CHECK(t->cache_shared == c->shared, "rank %d p=%d: cache_shared %d, expected %d", rank, p,
+              t->cache_shared, c->shared);
+        CHECK(t->handoff_ns > 0 && t->handoff_pair >= 0 && t->handoff_pair < p - 1,
+              "rank %d p=%d: hand-off %d ns between %d and %d", rank, p, t->handoff_ns,
+              t->handoff_pair, t->handoff_pair + 1);
+        /* the largest of the pairs' figures in the segment, the same on all */
+        uint64_t worst = 0;
+        for (int i = 0; i + 1 < p; i++) {
+            uint64_t ns = atomic_load_explicit(&nc_seg_probe(&t->seg, i)->ns, memory_order_relaxed);
+            CHECK(ns > 0 && ns != UINT64_MAX, "rank %d: pair %d measured nothing", rank, i);
+            worst = ns - 1 > worst ? ns - 1 : worst;
+        }
+        CHECK((int)worst == t->handoff_ns, "rank %d: %d ns, the pairs' largest is %llu", rank,
+              t->handoff_ns, (unsigned long long)worst);
+        int32_t mine[2] = {t->handoff_ns, t->handoff_pair}, lo[2], hi[2];
+        CHECK(numacoll_allreduce(t, mine, lo, 2, NUMACOLL_INT32, NUMACOLL_MIN) == 0 &&
+                  numacoll_allreduce(t, mine, hi, 2, NUMACOLL_INT32, NUMACOLL_MAX) == 0,
+              "allreduce");
+        CHECK(lo[0] == hi[0] && lo[1] == hi[1], "rank %d: members disagree (%d-%d ns)", rank,
+              lo[0], hi[0]);
+#if defined(__x86_64__)
+        CHECK(t->shm_nt == !c->shared, "rank %d: streamed stores %d with cache_shared %d", rank,
+              t->shm_nt, t->cache_shared);
+#endif
+        /* no shared cache on one NUMA node: the reduce's CMA rule (its buffers
+         * were made before the probe decided) */
+        if (t->cma && t->nleaders == 1)
+            CHECK(t->reduce_cma_min[0] == (c->shared ? SIZE_MAX : NC_REDUCE_CMA_AUTO),
+                  "rank %d: reduce by CMA from %zu", rank, t->reduce_cma_min[0]);
+    } else {
+        CHECK(t->handoff_ns == -1, "rank %d: %d ns measured", rank, t->handoff_ns);
+    }
+    /* the team works: broadcasts through the segment, a reduce above the rule */
+    size_t n = (size_t)1 << 20, cnt = n / sizeof(double);
+    unsigned char *buf = malloc(n);
+    double *x = malloc(n), *y = malloc(n);
+    CHECK(buf && x && y, "malloc");
+    for (int root = 0; root < p; root++)
+        if (one_bcast(t, buf, 200000, root, (uint64_t)root + 5, rank))
+            return 1;
+    for (size_t i = 0; i < cnt; i++)
+        x[i] = (double)(i % 1000) + rank;
+    const uint64_t before = t->reduce_cma;
+    CHECK(numacoll_reduce(t, x, y, cnt, NUMACOLL_DOUBLE, NUMACOLL_SUM, 0) == 0, "reduce");
+    if (rank == 0)
+        for (size_t i = 0; i < cnt; i++)
+            CHECK(y[i] == (double)(i % 1000) * p + (double)p * (p - 1) / 2, "reduce[%zu] = %g",
+                  i, y[i]);
+    if (probed && !c->shared && t->cma && t->nleaders == 1 && p > 1)
+        CHECK(t->reduce_cma > before, "rank %d: the 1 MiB reduce did not go by CMA", rank);
+    free(buf);
+    free(x);
+    free(y);
+    numacoll_team_destroy(t);
+    numacoll_bootstrap_named_free(bs);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -240,8 +320,21 @@ int main(int argc, char **argv)
             rc = nc_fork_run(p, 30, body_info, NULL, -1);
     } else if (!strcmp(mode, "leak")) {
         rc = nc_fork_run(3, 150, body_leak, NULL, -1);
+    } else if (!strcmp(mode, "probe")) {
+        /* measured, with thresholds every pair is above or below; off; and
+         * members that disagree on wanting it (member 0 reads a given
+         * topology: auto does not measure there): nobody measures, no hang */
+        static const probe_case_t below = {"on", "1", 1, 0, 0}, above = {"on", "1000000", 1, 1, 0},
+                                  off = {"off", "1", 0, 0, 0}, mixed = {"auto", "1", 0, 0, 1};
+        for (int p = 1; p <= 8 && !rc; p++) {
+            rc = nc_fork_run(p, 60, body_probe, (void *)&below, -1) ||
+                 (p <= 4 && nc_fork_run(p, 60, body_probe, (void *)&above, -1));
+            printf("probe p=%d: %s\n", p, rc ? "FAILED" : "ok");
+        }
+        rc = rc || nc_fork_run(2, 60, body_probe, (void *)&off, -1) ||
+             nc_fork_run(2, 60, body_probe, (void *)&mixed, -1);
     } else {
-        fprintf(stderr, "usage: test_team dead|tunables|barrier|info|leak\n");
+        fprintf(stderr, "usage: test_team dead|tunables|barrier|info|leak|probe\n");
         return 2;
     }
     printf("%s\n", rc ? "FAILED" : "PASSED");

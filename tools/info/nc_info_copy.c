@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/nc_team.h"
+#include "topo/nc_topo.h"
 #include "model/nc_model.h"
 #include "shm/nc_cma.h"
 #include "shm/nc_shm.h"
@@ -170,12 +171,27 @@ static void print_choice(FILE *out, const nc_config_t *cfg, int np, int cores, i
     /* Reductions: no model; the tunables (numacoll-tune measures them) or the rule */
     if (!print_override(out, cfg, NC_P_REDUCE_CMA_MIN, "reduce, "))
         fprintf(out, "reduce, switch point: from %zu KiB when a team's members do not all share "
-                     "a cache (hwloc) on one NUMA node, else never (NUMACOLL_REDUCE_CMA_MIN=0; "
+                     "a cache (below) on one NUMA node, else never (NUMACOLL_REDUCE_CMA_MIN=0; "
                      "docs/reduce.md)\n",
                 NC_REDUCE_CMA_AUTO >> 10);
     if (!print_override(out, cfg, NC_P_ALLREDUCE_CMA_MIN, "allreduce, "))
         fprintf(out, "allreduce, switch point: never (NUMACOLL_ALLREDUCE_CMA_MIN=0; "
                      "docs/reduce.md)\n");
+    /* Whose caches a team goes by (core/nc_team.c, step 5) */
+    nc_topo_t *topo = NULL;
+    const char *why = "no topology";
+    const int from = nc_topo_load(&topo) ? NC_TOPO_CACHES_NONE : nc_topo_caches_from(topo, &why);
+    const int64_t probe = NC_CFG_NUM(cfg, CACHE_PROBE);
+    const int measured = probe == NC_CACHE_PROBE_ON ||
+                         (probe == NC_CACHE_PROBE_AUTO && from == NC_TOPO_CACHES_VIRTUAL);
+    fprintf(out, "caches (streamed stores, the reduce's rule): %s; NUMACOLL_CACHE_PROBE=%s: %s",
+            why, cfg->v[NC_P_CACHE_PROBE].text,
+            measured ? "teams measure them (neighbours' one-way hand-off" : "hwloc's");
+    if (measured)
+        fprintf(out, " below %lld ns: shared; auto: not with more members than CPUs)",
+                (long long)NC_CFG_NUM(cfg, CACHE_SHARED_NS));
+    fprintf(out, "\n");
+    nc_topo_free(topo);
 }
 
 void nc_info_print_copy(FILE *out, const nc_config_t *cfg, int np, int cores)
