@@ -348,12 +348,13 @@ int nc_reduce_init(struct numacoll_team *t)
      * team that cannot choose CMA (reduce_cma_switch() in core/nc_team.c:
      * with the cache rule, a member that sees a shared cache makes the
      * agreed view shared or unknown, unless the team measures its caches
-     * after this: t->cache_probe, step 5 of core/nc_team.c). */
+     * after this: step 5 of core/nc_team.c runs only if every member asked,
+     * t->cache_probe_asked, so all of them have the buffer). */
     const int64_t tr = NC_CFG_NUM(&t->cfg, TRANSPORT);
     if (p > 1 && tr != NC_TRANSPORT_SHM &&
         (tr == NC_TRANSPORT_CMA || NC_CFG_NUM(&t->cfg, REDUCE_CMA_MIN) ||
          NC_CFG_NUM(&t->cfg, ALLREDUCE_CMA_MIN) ||
-         ((t->cache_shared != 1 || t->cache_probe) && t->nleaders == 1))) {
+         ((t->cache_shared != 1 || t->cache_probe_asked) && t->nleaders == 1))) {
         size_t c = RED_CMA_BUF / (size_t)(p - 1);
         c = c < RED_CMA_CHUNK_MIN ? RED_CMA_CHUNK_MIN : c > RED_CMA_CHUNK_MAX ? RED_CMA_CHUNK_MAX : c;
         /* two-level: combine2() takes up to F bytes; whole cache lines */

@@ -58,9 +58,9 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
       "forth), off (hwloc's caches), or auto (measured in a virtual machine, whose caches "      \
       "hwloc sees as the hypervisor describes them, and where hwloc cannot tell; hwloc on bare " \
       "metal or with a given topology, and with more members than CPUs).")                     \
-    X(CACHE_SHARED_NS, NC_PT_INT, "100", 1, 1000000, NULL, "ns",                                \
+    X(CACHE_SHARED_NS, NC_PT_INT, "100", 1, 1000000000, NULL, "ns",                             \
       "NUMACOLL_CACHE_PROBE: members share a cache when the slowest pair of neighbours hands a " \
-      "line over (one way, best of 64 round trips) in less than this.")                        \
+      "line over (one way, from the fastest of 8 batches of 8 round trips) in less than this.") \
     X(SEG_LAYOUT, NC_PT_ENUM, "compact", 0, 0, "paper|compact", "",                            \
       "Control blocks: paper = one page each (as published), compact = one cache line each.")   \
     X(SHM_LIMIT, NC_PT_SIZE, "0", 0, INT64_C(1) << 50, NULL, "bytes",                          \

@@ -54,7 +54,7 @@ static const int agreed[] = {NC_P_BCAST_FRAG_SIZE, NC_P_BCAST_QUEUE_LEN, NC_P_BC
                              NC_P_REDUCE_NUMA,     NC_P_GATHER_FRAG_SIZE, NC_P_GATHER_SLOTS,
                              NC_P_GATHER_INLINE_MAX, NC_P_TRANSPORT, NC_P_REDUCE_CMA_MIN,
                              NC_P_ALLREDUCE_CMA_MIN, NC_P_NUMA_FORWARD, NC_P_NUMA_RATIO,
-                             NC_P_TEST_DOMAINS,    NC_P_CACHE_PROBE,     NC_P_CACHE_SHARED_NS};
+                             NC_P_TEST_DOMAINS,    NC_P_CACHE_SHARED_NS};
 #define NC_NAGREED ((int)NC_ARRAY_SIZE(agreed))
 
 typedef struct rec1 {
@@ -203,7 +203,9 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
         const char *why;
         const int from = nc_topo_caches_from(topo, &why);
         nc_log_info(1, "caches: %s (hwloc: %s%s)", cache_words(t), why,
-                    t->p < 2 || from == NC_TOPO_CACHES_GIVEN ? ""
+                    t->p < 2 ? ""
+                    : t->cache_probe_asked ? "; not every member asked for the cache probe"
+                    : from == NC_TOPO_CACHES_GIVEN ? ""
                     : NC_CFG_NUM(&t->cfg, CACHE_PROBE) == NC_CACHE_PROBE_OFF
                         ? "; NUMACOLL_CACHE_PROBE=off"
                     : t->oversubscribed ? "; auto measures nothing with more members than CPUs"
@@ -356,51 +358,76 @@ static int probe_wanted(const numacoll_team_t *t)
     return from == NC_TOPO_CACHES_VIRTUAL || (from != NC_TOPO_CACHES_GIVEN && t->cache_shared < 0);
 }
 
-/* Until *w >= v: the probe's values stay far below a wrap. */
-static int probe_wait(numacoll_team_t *t, _Atomic uint32_t *w, uint32_t v)
+#define PROBE_BATCHES 8   /* timed batches per pair; the fastest counts */
+#define PROBE_BATCH 8     /* round trips per batch */
+#define PROBE_SPIN 4096   /* tight polls before a wait backs off (not oversubscribed) */
+#define PROBE_LIMIT_S 10  /* a member that does not answer in this long breaks the team */
+
+/* Until *w >= v (P1, P3; the values stay far below a wrap). First tight
+ * polls, with no pause between them (a pause would add to the hand-off
+ * being timed), then the team's back-off; past the deadline the team is
+ * broken, which ends every member's waits here alike. */
+static int probe_wait(numacoll_team_t *t, _Atomic uint64_t *w64, _Atomic uint32_t *w, uint64_t v,
+                      uint64_t deadline, int *late)
 {
+    /* relaxed: the value is the hand-off being timed (ping) or a figure on
+     * its own (ns, P2): nothing is published with either */
+#define PROBE_READ()                                                                           \
+    (w64 ? atomic_load_explicit(w64, memory_order_relaxed)                                     \
+         : (uint64_t)atomic_load_explicit(w, memory_order_relaxed))
+    if (!t->oversubscribed)
+        for (int k = 0; k < PROBE_SPIN; k++)
+            if (PROBE_READ() >= v)
+                return 0;
     nc_backoff_t b;
     int rc;
     nc_backoff_init(&b, &t->wait);
-    /* relaxed: the value is the hand-off being timed, nothing is published
-     * with it */
-    while (atomic_load_explicit(w, memory_order_relaxed) < v)
+    for (uint32_t k = 1; PROBE_READ() < v; k++) {
         if ((rc = nc_backoff(&b)) < 0)
             return rc;
+        if (!(k & 255) && nc_time_ns() > deadline) {
+            *late = 1;
+            nc_wait_break(&t->wait);
+            return NUMACOLL_ERR_BROKEN;
+        }
+    }
+#undef PROBE_READ
     return 0;
 }
-
-#define PROBE_BATCHES 8 /* timed batches per pair; the fastest counts */
-#define PROBE_BATCH 8   /* round trips per batch */
 
 /*
  * Step 5: the cache probe. Neighbours i and i + 1 pass a line back and forth
  * (nc_seg_probe(): member i writes only its own ping line): in phase 0 every
- * even member i with member i + 1, in phase 1 every odd one, so each pair is
- * timed alone and every member in at most one pair at a time.
+ * even member i with member i + 1, in phase 1 every odd one, so every member
+ * is in at most one pair at a time (the pairs of a phase run at once).
  *   P1. member i (the pair's lower) writes ping = v + 1 and waits until
  *       member i + 1's ping >= v + 1; i + 1 waits until i's ping >= v + 1
  *       and writes its own; 64 round trips per phase, values rising over
  *       both phases (phase 1 starts above phase 0's last), timed in batches
  *       of 8;
  *   P2. member i writes ns = (fastest batch) / 16 + 1: its one-way hand-off
- *       with i + 1 (UINT64_MAX: a wait failed);
+ *       with i + 1;
  *   P3. every member waits for the ns of members 0 .. p - 2 and takes the
  *       largest: every member reads the same values, so every member gets
  *       the same cache_shared (below NUMACOLL_CACHE_SHARED_NS: 1, else 0).
  * Sharing a last-level cache is transitive (caches partition the CPUs), so
- * the neighbours tell whether all members share one. Only the minimum of
- * the batches counts: a preemption or a late partner only slows a batch.
- * The lines are fresh (zero) in a new segment; a reused team keeps its
- * result. A wait that fails (a dead member: the team is lost anyway) leaves
- * hwloc's view, and the team reports itself not measured.
+ * the neighbours tell whether all members share one. Only the fastest batch
+ * counts: a preemption or a late partner only slows a batch. The lines are
+ * fresh (zero) in a new segment; a reused team keeps its result.
+ * Failure: a dead member, or one that did not come within PROBE_LIMIT_S
+ * (it failed alone after exchange #2, or it is stopped), breaks the team
+ * (the broken flag ends every other member's waits too) and creation fails
+ * on every member still waiting; a member that already read every figure
+ * finds the team broken at its first call. No member takes a decision from
+ * figures another did not see.
  */
-static void probe_caches(numacoll_team_t *t)
+static int probe_caches(numacoll_team_t *t)
 {
     const int p = t->p, me = t->rank;
     nc_probe_line_t *mine = nc_seg_probe(&t->seg, me);
     const uint32_t per = PROBE_BATCHES * PROBE_BATCH;
-    int rc = 0;
+    const uint64_t deadline = nc_time_ns() + (uint64_t)PROBE_LIMIT_S * 1000000000u;
+    int rc = 0, late = 0;
     for (int ph = 0; ph < 2 && !rc; ph++) {
         uint32_t v = (uint32_t)ph * per;
         if ((me & 1) == ph && me + 1 < p) {
@@ -410,20 +437,22 @@ static void probe_caches(numacoll_team_t *t)
             for (int k = 0; k < PROBE_BATCHES && !rc; k++) {
                 const uint64_t t0 = nc_time_ns();
                 for (int j = 0; j < PROBE_BATCH && !rc; j++) {
+                    /* relaxed: the hand-off itself (probe_wait()) */
                     atomic_store_explicit(&mine->ping, ++v, memory_order_relaxed);
-                    rc = probe_wait(t, peer, v);
+                    rc = probe_wait(t, NULL, peer, v, deadline, &late);
                 }
                 const uint64_t dt = nc_time_ns() - t0;
                 best = dt < best ? dt : best;
             }
-            /* relaxed: a value on its own, read in P3 */
-            atomic_store_explicit(&mine->ns, rc ? UINT64_MAX : best / (2 * PROBE_BATCH) + 1,
-                                  memory_order_relaxed);
+            /* relaxed: a figure on its own, read in P3 */
+            if (!rc)
+                atomic_store_explicit(&mine->ns, best / (2 * PROBE_BATCH) + 1,
+                                      memory_order_relaxed);
         } else if ((me & 1) != ph && me > 0) {
             /* P1: the pair's upper member answers */
             _Atomic uint32_t *peer = &nc_seg_probe(&t->seg, me - 1)->ping;
             for (uint32_t j = 0; j < per && !rc; j++)
-                if (!(rc = probe_wait(t, peer, ++v)))
+                if (!(rc = probe_wait(t, NULL, peer, ++v, deadline, &late)))
                     atomic_store_explicit(&mine->ping, v, memory_order_relaxed);
         }
     }
@@ -432,26 +461,26 @@ static void probe_caches(numacoll_team_t *t)
     int pair = 0;
     for (int i = 0; i + 1 < p && !rc; i++) {
         _Atomic uint64_t *w = &nc_seg_probe(&t->seg, i)->ns;
-        uint64_t ns;
-        nc_backoff_t b;
-        nc_backoff_init(&b, &t->wait);
-        /* relaxed: the value alone (P2) */
-        while (!(ns = atomic_load_explicit(w, memory_order_relaxed)) && !rc)
-            rc = nc_backoff(&b) < 0;
-        if (ns == UINT64_MAX)
-            rc = 1;
-        else if (!rc && ns - 1 >= worst) {
-            worst = ns - 1;
-            pair = i;
+        if (!(rc = probe_wait(t, w, NULL, 1, deadline, &late))) {
+            /* relaxed: the figure alone (P2) */
+            const uint64_t ns = atomic_load_explicit(w, memory_order_relaxed) - 1;
+            if (ns >= worst) {
+                worst = ns;
+                pair = i;
+            }
         }
     }
     if (rc) {
-        t->cache_probe = 0;
-        return;
+        if (late)
+            nc_log_error("team of %d: member %d: the cache probe (NUMACOLL_CACHE_PROBE) waited "
+                         "%d s for a neighbour; this team is not created",
+                         p, me, PROBE_LIMIT_S);
+        return rc;
     }
     t->handoff_ns = worst > INT32_MAX ? INT32_MAX : (int)worst;
     t->handoff_pair = pair;
     t->cache_shared = worst < (uint64_t)NC_CFG_NUM(&t->cfg, CACHE_SHARED_NS);
+    return 0;
 }
 
 void nc_team_cost_model(const nc_config_t *cfg, nc_xfer_model_t *x)
@@ -494,10 +523,12 @@ static size_t xg_cma_switch(const numacoll_team_t *t, int kind)
  * NUMACOLL_TRANSPORT=cma: every large call; else NUMACOLL_REDUCE_CMA_MIN
  * (reduce) and NUMACOLL_ALLREDUCE_CMA_MIN (allreduce) when set (numacoll-tune
  * measures them); else (0) reduce from NC_REDUCE_CMA_AUTO when the members
- * do not all share a cache (hwloc) and sit on one NUMA node (on several,
- * the two-level plan through the slots crosses between nodes less), never
- * otherwise, and allreduce never (measured: docs/reduce.md). The same on
- * every member: the tunables, the members' cpusets and NUMA nodes are. */
+ * do not all share a cache (hwloc's agreed view, or the probe's: step 5) and
+ * sit on one NUMA node (on several, the two-level plan through the slots
+ * crosses between nodes less), never otherwise, and allreduce never
+ * (measured: docs/reduce.md). The same on every member: the tunables, the
+ * members' cpusets and NUMA nodes are, and so are the probe lines every
+ * member reads (P3). */
 static void reduce_cma_switch(numacoll_team_t *t)
 {
     const size_t set[2] = {(size_t)NC_CFG_NUM(&t->cfg, REDUCE_CMA_MIN),
@@ -748,7 +779,7 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
         t->ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
     free(cpus);
     t->oversubscribed = p > t->ncpus;
-    t->cache_probe = probe_wanted(t);
+    t->cache_probe = t->cache_probe_asked = probe_wanted(t);
 
     /* 3. attach, first touch, verify */
     nc_placement_t pl = {0};
@@ -825,8 +856,12 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     for (int i = 0; i < p; i++)
         t->cache_probe &= r2[i].cache_probe != 0;
     t->handoff_ns = t->handoff_pair = -1;
-    if (t->cache_probe)
-        probe_caches(t);
+    if (t->cache_probe && (rc = probe_caches(t))) {
+        team_free(t);
+        free(r1);
+        free(r2);
+        return rc;
+    }
     /* Likewise the NUMA distance (the reductions' forwarding, coll/nc_reduce.c
      * step 5f, is chosen alike on every member from it): in thousandths,
      * unknown (0) unless every member saw the same. */

@@ -68,8 +68,8 @@ struct numacoll_team {
                                  [0] reduce, [1] allreduce */
     int cache_shared;      /* every member's CPUs under one cache: 1, 0, -1 unknown; hwloc's,
                               or measured (cache_probe) */
-    int cache_probe;       /* this member asks for the cache probe (NUMACOLL_CACHE_PROBE);
-                              after exchange #2: 1 if the team measured */
+    int cache_probe;       /* 1 if the team measured its caches (step 5 of nc_team.c) */
+    int cache_probe_asked; /* this member asked for it (NUMACOLL_CACHE_PROBE, probe_wanted()) */
     int handoff_ns;        /* measured: the slowest neighbours' one-way hand-off, ns */
     int handoff_pair;      /* ... between members handoff_pair and handoff_pair + 1 */
     double numa_ratio;     /* remote / local NUMA distance between the members' nodes

@@ -61,7 +61,7 @@ typedef struct nc_layout {
     int p, s, q, kind; /* kind: NC_LAYOUT_PAPER or NC_LAYOUT_COMPACT */
     size_t f;
     size_t hdr_off, hdr_bytes;
-    size_t calls_off, calls_bytes;  /* call ring + ack lines */
+    size_t calls_off, calls_bytes;  /* call ring + ack lines + probe lines */
     size_t sets_off, set_bytes;
     size_t rank_off, rank_bytes;
     size_t ctrl_stride, ctrl_bytes; /* within a member block */

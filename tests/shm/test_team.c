@@ -15,6 +15,7 @@
 
 #include "core/nc_team.h"
 #include "nc_forktest.h"
+#include "topo/nc_topo.h"
 
 /* ---- a member dies in the middle of a broadcast -------------------------------- */
 static void die_in_unpack(void *ctx, size_t off, void *shm, size_t len)
@@ -208,6 +209,15 @@ static int body_leak(int rank, int p, const char *name, void *arg)
 }
 
 /* ---- the cache probe (core/nc_team.c, step 5) ------------------------------------- */
+/* Would this process ask for the probe under auto (a virtual machine)? */
+static int probe_here(void)
+{
+    nc_topo_t *topo = NULL;
+    int virt = !nc_topo_load(&topo) && nc_topo_caches_from(topo, NULL) == NC_TOPO_CACHES_VIRTUAL;
+    nc_topo_free(topo);
+    return virt;
+}
+
 typedef struct probe_case {
     const char *probe, *ns; /* NUMACOLL_CACHE_PROBE, NUMACOLL_CACHE_SHARED_NS */
     int probed, shared;     /* expected (p > 1) */
@@ -228,9 +238,18 @@ static int body_probe(int rank, int p, const char *name, void *arg)
     const int probed = p > 1 && c->probed;
     CHECK(t->cache_probe == probed, "rank %d p=%d: cache_probe %d, expected %d", rank, p,
           t->cache_probe, probed);
+    if (c->given0)
+        CHECK(t->cache_probe_asked == (rank != 0 && probe_here()), "rank %d: asked %d", rank,
+              t->cache_probe_asked);
+    if (c->given0 && rank == 1 && !t->cache_probe_asked)
+        printf("mixed: member 1 does not ask for the probe here either (hwloc's caches are "
+               "this machine's): only 'nobody measures' is checked\n");
     if (probed) {
-        CHECK(t->cache_shared == c->shared, "rank %d p=%d: cache_shared %d, expected %d", rank, p,
-              t->cache_shared, c->shared);
+        /* With more members than CPUs a hand-off can take a time slice:
+         * there only the verdict's agreement with the figure is certain. */
+        const int want = t->oversubscribed ? t->handoff_ns < atoi(c->ns) : c->shared;
+        CHECK(t->cache_shared == want, "rank %d p=%d: cache_shared %d, expected %d (%d ns)", rank,
+              p, t->cache_shared, want, t->handoff_ns);
         CHECK(t->handoff_ns > 0 && t->handoff_pair >= 0 && t->handoff_pair < p - 1,
               "rank %d p=%d: hand-off %d ns between %d and %d", rank, p, t->handoff_ns,
               t->handoff_pair, t->handoff_pair + 1);
@@ -250,13 +269,13 @@ static int body_probe(int rank, int p, const char *name, void *arg)
         CHECK(lo[0] == hi[0] && lo[1] == hi[1], "rank %d: members disagree (%d-%d ns)", rank,
               lo[0], hi[0]);
 #if defined(__x86_64__)
-        CHECK(t->shm_nt == !c->shared, "rank %d: streamed stores %d with cache_shared %d", rank,
-              t->shm_nt, t->cache_shared);
+        CHECK(t->shm_nt == !t->cache_shared, "rank %d: streamed stores %d, cache_shared %d",
+              rank, t->shm_nt, t->cache_shared);
 #endif
         /* no shared cache on one NUMA node: the reduce's CMA rule (its buffers
          * were made before the probe decided) */
         if (t->cma && t->nleaders == 1)
-            CHECK(t->reduce_cma_min[0] == (c->shared ? SIZE_MAX : NC_REDUCE_CMA_AUTO),
+            CHECK(t->reduce_cma_min[0] == (t->cache_shared ? SIZE_MAX : NC_REDUCE_CMA_AUTO),
                   "rank %d: reduce by CMA from %zu", rank, t->reduce_cma_min[0]);
     } else {
         CHECK(t->handoff_ns == -1, "rank %d: %d ns measured", rank, t->handoff_ns);
@@ -277,7 +296,7 @@ static int body_probe(int rank, int p, const char *name, void *arg)
         for (size_t i = 0; i < cnt; i++)
             CHECK(y[i] == (double)(i % 1000) * p + (double)p * (p - 1) / 2, "reduce[%zu] = %g",
                   i, y[i]);
-    if (probed && !c->shared && t->cma && t->nleaders == 1 && p > 1)
+    if (probed && !t->cache_shared && t->cma && t->nleaders == 1 && p > 1)
         CHECK(t->reduce_cma > before, "rank %d: the 1 MiB reduce did not go by CMA", rank);
     free(buf);
     free(x);
@@ -321,10 +340,13 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "leak")) {
         rc = nc_fork_run(3, 150, body_leak, NULL, -1);
     } else if (!strcmp(mode, "probe")) {
-        /* measured, with thresholds every pair is above or below; off; and
-         * members that disagree on wanting it (member 0 reads a given
-         * topology: auto does not measure there): nobody measures, no hang */
-        static const probe_case_t below = {"on", "1", 1, 0, 0}, above = {"on", "1000000", 1, 1, 0},
+        /* measured, with thresholds below and above every pair's figure (the
+         * plumbing: agreement, the figure, what follows from the verdict);
+         * off; and members that disagree on wanting it (member 0 reads a
+         * given topology: auto does not measure there): nobody measures, no
+         * hang */
+        static const probe_case_t below = {"on", "1", 1, 0, 0},
+                                  above = {"on", "1000000000", 1, 1, 0},
                                   off = {"off", "1", 0, 0, 0}, mixed = {"auto", "1", 0, 0, 1};
         for (int p = 1; p <= 8 && !rc; p++) {
             rc = nc_fork_run(p, 60, body_probe, (void *)&below, -1) ||

@@ -12,7 +12,8 @@ int main(void)
     nc_layout_t l;
     /* Figure 1: p=8, s=8, f=8 KiB, q=2, 4 KiB pages -> page + q*page + p*s*(page+f). */
     CHECK(nc_layout_compute(&l, 8, 8192, 8, 2, NC_LAYOUT_PAPER, 4096, NULL, 0) == 0, "compute");
-    /* the paper's 780 KiB plus numacoll's call ring: 64 slots of 4 KiB + a page of 8 acks */
+    /* the paper's 780 KiB plus numacoll's call ring: 64 slots of 4 KiB + a page of 8 acks
+     * and 8 x 2 probe lines */
     CHECK(l.calls_bytes == 65 * 4096 && l.calls_off == l.hdr_bytes, "call ring %zu", l.calls_bytes);
     CHECK(l.bcast_bytes == 780 * 1024 + l.calls_bytes, "paper size %zu", l.bcast_bytes);
     CHECK(l.bcast_bytes == 4096 + 65 * 4096 + 2 * 4096 + 8 * 8 * (4096 + 8192), "formula");
