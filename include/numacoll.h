@@ -225,6 +225,9 @@ typedef struct numacoll_team_info {
     int placement;                      /* enum numacoll_placement, team-wide */
     long misplaced_pages;               /* team-wide count */
     char placement_detail[160];         /* first misplaced block, or why unchecked */
+    int cache_shared;                   /* the members share a cache: 1, 0, -1 unknown */
+    int cache_measured;                 /* 1: measured (NUMACOLL_CACHE_PROBE), 0: hwloc's */
+    int handoff_ns;                     /* measured: slowest neighbours' one-way hand-off, ns */
 } numacoll_team_info_t;
 
 NUMACOLL_API int numacoll_team_info(const numacoll_team_t *team, numacoll_team_info_t *info);

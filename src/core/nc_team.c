@@ -989,6 +989,9 @@ NUMACOLL_API int numacoll_team_info(const numacoll_team_t *t, numacoll_team_info
     info->barrier_off = l->barrier_off;
     info->barrier_bytes = l->barrier_bytes;
     info->placement = t->placement;
+    info->cache_shared = t->cache_shared;
+    info->cache_measured = t->cache_probe;
+    info->handoff_ns = t->handoff_ns;
     info->misplaced_pages = t->misplaced;
     snprintf(info->placement_detail, sizeof info->placement_detail, "%s", t->placement_detail);
     return 0;

@@ -194,11 +194,20 @@ static int make_comms(struct nc_bench_mpi *b, struct nc_bench_context *ctx, int 
         numacoll_team_info_t ti;
         numacoll_team_t *team = numacoll_mpi_comm_team(b->comm[i]);
         if (rank == 0 && team && numacoll_team_info(team, &ti) == 0) {
-            char bar[32] = "";
+            char bar[32] = "", cache[48];
             numacoll_param_get("NUMACOLL_BARRIER_ALG", bar, sizeof bar, NULL);
+            /* what streamed stores and the reduce's CMA rule went by */
+            if (ti.cache_measured)
+                snprintf(cache, sizeof cache, "%s (measured, %d ns)",
+                         ti.cache_shared ? "shared" : "not shared", ti.handoff_ns);
+            else
+                snprintf(cache, sizeof cache, "%s (hwloc)",
+                         ti.cache_shared == 1 ? "shared"
+                         : ti.cache_shared == 0 ? "not shared" : "unknown");
             snprintf(ctx->setup[i], sizeof ctx->setup[i],
-                     "tree=%s s=%zu q=%zu f=%zu layout=%s barrier.alg=%s%s", ti.tree, ti.queue_len,
-                     ti.sets, ti.frag_size, ti.layout, bar, ti.oversubscribed ? " (oversubscribed)" : "");
+                     "tree=%s s=%zu q=%zu f=%zu layout=%s barrier.alg=%s caches=%s%s", ti.tree,
+                     ti.queue_len, ti.sets, ti.frag_size, ti.layout, bar, cache,
+                     ti.oversubscribed ? " (oversubscribed)" : "");
         }
     }
     nc_bench_params_restore();
