@@ -173,6 +173,10 @@ struct nc_bench_context {
     int nimpl_all;          /* opts impls + memcpy (+ reduce-kernel) + flag */
     struct nc_bench_impl all[NC_BENCH_MAX_IMPLS + NC_BENCH_MAX_LIMITS];
     char setup[NC_BENCH_MAX_IMPLS + NC_BENCH_MAX_LIMITS][200]; /* numacoll team, per impl */
+    /* the team's measured hand-off (ns; -1: hwloc's caches) and the threshold
+     * it was judged by (NUMACOLL_CACHE_SHARED_NS), per impl */
+    int probe_ns[NC_BENCH_MAX_IMPLS + NC_BENCH_MAX_LIMITS];
+    int probe_limit[NC_BENCH_MAX_IMPLS + NC_BENCH_MAX_LIMITS];
 };
 
 int nc_bench_results_init(struct nc_bench_results *res, const struct nc_bench_context *ctx);

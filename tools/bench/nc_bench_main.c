@@ -194,8 +194,11 @@ static int make_comms(struct nc_bench_mpi *b, struct nc_bench_context *ctx, int 
         numacoll_team_info_t ti;
         numacoll_team_t *team = numacoll_mpi_comm_team(b->comm[i]);
         if (rank == 0 && team && numacoll_team_info(team, &ti) == 0) {
-            char bar[32] = "", cache[48];
+            char bar[32] = "", cache[48], lim[32] = "";
             numacoll_param_get("NUMACOLL_BARRIER_ALG", bar, sizeof bar, NULL);
+            numacoll_param_get("NUMACOLL_CACHE_SHARED_NS", lim, sizeof lim, NULL);
+            ctx->probe_ns[i] = ti.cache_measured ? ti.handoff_ns : -1;
+            ctx->probe_limit[i] = atoi(lim);
             /* what streamed stores and the reduce's CMA rule went by */
             if (ti.cache_measured)
                 snprintf(cache, sizeof cache, "%s (measured, %d ns)",

@@ -322,6 +322,18 @@ void nc_bench_print_table(FILE *out, struct nc_bench_results *res, const struct 
         if (fr.valid)
             fprintf(out, "# flag: one-way cache-line hand-off between ranks 0 and 1: %.3f us\n",
                     fr.t_max);
+        /* a team that measured its caches at creation, and a flag that now
+         * says otherwise, not just across the threshold but 1.5 times apart:
+         * the CPUs moved in between (a VM's host) */
+        for (int i = 0; i < ctx->nimpl_all && fr.valid; i++) {
+            const double a = ctx->probe_ns[i], f = fr.t_max * 1e3, lim = ctx->probe_limit[i];
+            if (ctx->setup[i][0] && a >= 0 && (a < lim) != (f < lim) &&
+                (a > 1.5 * f || f > 1.5 * a))
+                fprintf(out, "# %s: the team measured %d ns at creation, the flag %.0f ns: the "
+                        "CPUs' placement changed in between; the rows ran with the team's choice "
+                        "(NUMACOLL_CACHE_PROBE, docs/transport.md)\n",
+                        ctx->all[i].label, ctx->probe_ns[i], fr.t_max * 1e3);
+        }
         fprintf(out, "# %9s %8s %-*s %11s %11s %11s %9s %9s %8s\n", "bytes", "iter", lw, "impl",
                 "t_min_us", "t_avg_us", "t_max_us", "vs_native", "x_memcpy", "x_flag");
         for (int s = 0; s < ns; s++) {
