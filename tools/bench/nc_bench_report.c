@@ -330,7 +330,7 @@ void nc_bench_print_table(FILE *out, struct nc_bench_results *res, const struct 
             if (ctx->setup[i][0] && a >= 0 && (a < lim) != (f < lim) &&
                 (a > 1.5 * f || f > 1.5 * a))
                 fprintf(out, "# %s: the team measured %d ns at creation, the flag %.0f ns: the "
-                        "CPUs' placement changed in between; the rows ran with the team's choice "
+                        "CPUs moved in between; the rows ran with the team's choice "
                         "(NUMACOLL_CACHE_PROBE, docs/transport.md)\n",
                         ctx->all[i].label, ctx->probe_ns[i], fr.t_max * 1e3);
         }
