@@ -198,8 +198,7 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
                        "in %d ns one way (a shared cache below NUMACOLL_CACHE_SHARED_NS=%d)",
                     cache_words(t), t->handoff_pair, t->handoff_pair + 1, t->handoff_ns,
                     (int)NC_CFG_NUM(&t->cfg, CACHE_SHARED_NS));
-    else
-    {
+    else {
         const char *why;
         const int from = nc_topo_caches_from(topo, &why);
         nc_log_info(1, "caches: %s (hwloc: %s%s)", cache_words(t), why,
@@ -354,8 +353,7 @@ static int probe_wanted(const numacoll_team_t *t)
         return 1;
     if (t->oversubscribed)
         return 0;
-    const int from = nc_topo_caches_from(topo, NULL);
-    return from == NC_TOPO_CACHES_VIRTUAL || (from != NC_TOPO_CACHES_GIVEN && t->cache_shared < 0);
+    return nc_topo_caches_measure(nc_topo_caches_from(topo, NULL), t->cache_shared < 0);
 }
 
 #define PROBE_BATCHES 8   /* timed batches per pair; the fastest counts */

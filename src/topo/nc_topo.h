@@ -46,6 +46,14 @@ int nc_topo_cache_shared(const nc_topo_t *t, int p, const uint64_t (*words)[NC_T
  * topology. *why (may be NULL): the same in words. */
 enum { NC_TOPO_CACHES_NONE, NC_TOPO_CACHES_MACHINE, NC_TOPO_CACHES_GIVEN, NC_TOPO_CACHES_VIRTUAL };
 int nc_topo_caches_from(const nc_topo_t *t, const char **why);
+/* Whether to measure the caches rather than trust hwloc's (NUMACOLL_CACHE_PROBE
+ * =auto, core/nc_team.c step 5), from nc_topo_caches_from() and whether
+ * hwloc's answer for the CPUs in question is unknown: in a virtual machine,
+ * and where hwloc cannot tell unless the caller described the machine. */
+static inline int nc_topo_caches_measure(int from, int unknown)
+{
+    return from == NC_TOPO_CACHES_VIRTUAL || (from != NC_TOPO_CACHES_GIVEN && unknown);
+}
 /* How much farther another NUMA node is than one's own, between the nodes of
  * the p members (numa[i]: OS index, -1 unknown): the mean over ordered pairs
  * of distinct nodes a, b of d(a, b) / d(a, a), hwloc's latency distances (the

@@ -182,11 +182,10 @@ static void print_choice(FILE *out, const nc_config_t *cfg, int np, int cores, i
     const char *why = "no topology";
     const int from = nc_topo_load(&topo) ? NC_TOPO_CACHES_NONE : nc_topo_caches_from(topo, &why);
     const int64_t probe = NC_CFG_NUM(cfg, CACHE_PROBE);
-    /* as probe_wanted() in core/nc_team.c */
-    const int measured =
-        probe == NC_CACHE_PROBE_ON ||
-        (probe == NC_CACHE_PROBE_AUTO &&
-         (from == NC_TOPO_CACHES_VIRTUAL || from == NC_TOPO_CACHES_NONE));
+    /* the teams' rule (core/nc_team.c); no topology: every team's caches unknown */
+    const int measured = probe == NC_CACHE_PROBE_ON ||
+                         (probe == NC_CACHE_PROBE_AUTO &&
+                          nc_topo_caches_measure(from, from == NC_TOPO_CACHES_NONE));
     fprintf(out, "caches (streamed stores, the reduce's rule): %s; NUMACOLL_CACHE_PROBE=%s: %s",
             why, cfg->v[NC_P_CACHE_PROBE].text,
             measured ? "teams measure them (neighbours' one-way hand-off"
