@@ -520,7 +520,7 @@ static size_t xg_cma_switch(const numacoll_team_t *t, int kind)
 /* The sizes from which reductions use CMA ([0] reduce, [1] allreduce):
  * NUMACOLL_TRANSPORT=cma: every large call; else NUMACOLL_REDUCE_CMA_MIN
  * (reduce) and NUMACOLL_ALLREDUCE_CMA_MIN (allreduce) when set (numacoll-tune
- * measures them); else (0) reduce from NC_REDUCE_CMA_AUTO when the members
+ * measures them); else (0) reduce from nc_reduce_cma_auto() when the members
  * do not all share a cache (hwloc's agreed view, or the probe's: step 5) and
  * sit on one NUMA node (on several, the two-level plan through the slots
  * crosses between nodes less), never otherwise, and allreduce never
@@ -532,7 +532,7 @@ static void reduce_cma_switch(numacoll_team_t *t)
     const size_t set[2] = {(size_t)NC_CFG_NUM(&t->cfg, REDUCE_CMA_MIN),
                            (size_t)NC_CFG_NUM(&t->cfg, ALLREDUCE_CMA_MIN)};
     const size_t rule[2] = {
-        t->cache_shared == 0 && t->nleaders == 1 ? NC_REDUCE_CMA_AUTO : SIZE_MAX, SIZE_MAX};
+        t->cache_shared == 0 && t->nleaders == 1 ? nc_reduce_cma_auto(t->p) : SIZE_MAX, SIZE_MAX};
     for (int k = 0; k < 2; k++)
         t->reduce_cma_min[k] = NC_CFG_NUM(&t->cfg, TRANSPORT) == NC_TRANSPORT_CMA ? 0
                                : set[k]                                        ? set[k]

@@ -47,7 +47,7 @@
  * expect_cma=1 checks that every call of p > 1 above NUMACOLL_REDUCE_SMALL_MAX
  * went by CMA (NUMACOLL_TRANSPORT=cma), expect_cma=0 that none did,
  * expect_cma=2 the automatic rule where the members share no cache (every
- * reduce from 128 KiB, no allreduce), expect_cma=3 NUMACOLL_REDUCE_CMA_MIN and
+ * reduce from nc_reduce_cma_auto(p), no allreduce), expect_cma=3 NUMACOLL_REDUCE_CMA_MIN and
  * NUMACOLL_ALLREDUCE_CMA_MIN as set, each 0 being that rule.
  */
 #include <float.h>
@@ -657,8 +657,8 @@ static int g_expect_fwd = -1; /* expect_fwd=0|1, -1: not checked (mode ops) */
 static size_t g_small_max;    /* NUMACOLL_REDUCE_SMALL_MAX of this run */
 /* expect_cma: by CMA from these sizes ([0] reduce, [1] allreduce): 1: every
  * large call; 2: the automatic rule on members that share no cache (reduce
- * from 128 KiB, allreduce never); 3: NUMACOLL_REDUCE_CMA_MIN and
- * NUMACOLL_ALLREDUCE_CMA_MIN, as set for the run */
+ * from nc_reduce_cma_auto(p), here 0; allreduce never); 3:
+ * NUMACOLL_REDUCE_CMA_MIN and NUMACOLL_ALLREDUCE_CMA_MIN, as set for the run */
 static size_t g_cma_min[2];
 
 static int run_call(numacoll_team_t *tm, int rank, int p, const call_t *c, bufs_t *b)
@@ -698,7 +698,10 @@ static int run_call(numacoll_team_t *tm, int rank, int p, const call_t *c, bufs_
     CHECK(!uop_bad, "%s: the user function got a wrong ctx", what);
     if (g_expect_cma >= 0) {
         /* above the small size, from the switch point of the kind of call */
-        const int want = g_expect_cma && p > 1 && n > g_small_max && n >= g_cma_min[c->root < 0];
+        size_t cmin = g_cma_min[c->root < 0];
+        if (g_expect_cma >= 2 && !cmin)
+            cmin = nc_reduce_cma_auto(p);
+        const int want = g_expect_cma && p > 1 && n > g_small_max && n >= cmin;
         CHECK((tm->reduce_cma > cma0) == want, "%s: %s by CMA", what, want ? "not" : "went");
     }
     long g = guard_bad(b->s, n);
@@ -1672,7 +1675,7 @@ int main(int argc, char **argv)
             g_small_max = strtoull(fs, NULL, 0);
     }
     if (g_expect_cma >= 2) {
-        g_cma_min[0] = (size_t)128 << 10;
+        g_cma_min[0] = 0; /* nc_reduce_cma_auto(p) */
         g_cma_min[1] = SIZE_MAX;
     }
     if (g_expect_cma == 3) {

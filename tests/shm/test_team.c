@@ -275,7 +275,7 @@ static int body_probe(int rank, int p, const char *name, void *arg)
         /* no shared cache on one NUMA node: the reduce's CMA rule (its buffers
          * were made before the probe decided) */
         if (t->cma && t->nleaders == 1)
-            CHECK(t->reduce_cma_min[0] == (t->cache_shared ? SIZE_MAX : NC_REDUCE_CMA_AUTO),
+            CHECK(t->reduce_cma_min[0] == (t->cache_shared ? SIZE_MAX : nc_reduce_cma_auto(t->p)),
                   "rank %d: reduce by CMA from %zu", rank, t->reduce_cma_min[0]);
     } else {
         CHECK(t->handoff_ns == -1, "rank %d: %d ns measured", rank, t->handoff_ns);
