@@ -35,7 +35,10 @@
  * (t->reduce_round) is the same on every member and round r uses slot r % S
  * of every member. A call of n bytes is small when n <= min(REDUCE_SMALL_MAX,
  * F) (one round, n = 0 included), large otherwise: rounds of C = whole
- * elements of at most F bytes; round j carries bytes [j*C, j*C + C) of every
+ * elements of at most F bytes (a reduce between two members that do not
+ * share a cache, t->cache_shared == 0, agreed by all: at most n / 4 rounded
+ * down to whole pages, if that is a page or more, so that it takes 4 rounds
+ * or more, whole rounds (4w) that overlap: red_chunk()); round j carries bytes [j*C, j*C + C) of every
  * contribution, cut into p slices of whole elements (ceil(m/p) rounded up to
  * a cache line's worth of elements when an element divides 64 bytes).
  * "Readers" are every member (allreduce) or the root (reduce).
@@ -191,6 +194,7 @@
 #include "shm/nc_cma.h"
 
 #define RED_HDR 32 /* bytes of a slot before its data */
+#define RED_WHOLE_MIN 4 /* rounds from which a reduce at p = 2 takes whole rounds (4w) */
 /* CMA (X1-X8) */
 #define RED_CMA UINT64_C(0x636d617265647563) /* "cmareduc": a CMA call's slot */
 #define RED_CMA_BIT (1u << 18)               /* in a CMA call's code */
@@ -757,6 +761,27 @@ void nc_reduce_abandon(struct numacoll_team *t)
                           memory_order_release);
 }
 
+/* C, the bytes of a large call's rounds (see "Rounds" at the top): F, or
+ * for a reduce between two members that do not all share a cache, n / 4
+ * (whole pages, at least one) when that is less: 4 rounds or more of
+ * whole-round combining (4w), where the other member's copy into its slot (streamed)
+ * overlaps the root's combining. Measured at p = 2 without a shared cache
+ * (docs/reduce.md, "Rounds of a reduce without a shared cache"): 0.44-0.54 of
+ * Open MPI's time from 16 KiB to 16 MiB, against 0.79-0.97 in one round of
+ * F = 256 KiB and 0.71-0.85 by CMA; with a shared cache one round of
+ * reduce-scatter stays faster at 256 KiB. t->cache_shared is the same on
+ * every member (agreed at team creation), so the rounds are too. */
+static size_t red_chunk(const numacoll_team_t *t, const red_state_t *st, size_t bytes, size_t es,
+                        int root)
+{
+    const size_t page = nc_page_size(), w = bytes / RED_WHOLE_MIN / page * page;
+    const size_t c = root >= 0 && t->p == 2 && t->cache_shared == 0 && w >= page && w >= es &&
+                             w < st->F
+                         ? w
+                         : st->F;
+    return c / es * es;
+}
+
 /* A large call by CMA: one round, X1-X7 (see the top). */
 static int red_cma(numacoll_team_t *t, red_state_t *st, const char *in, char *out, size_t count,
                    const red_op_t *op, int root, int two)
@@ -852,12 +877,12 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
         refresh_flags(t, st);
         return rc;
     }
-    const size_t chunk = st->F / es * es;
+    const size_t chunk = red_chunk(t, st, bytes, es, root);
     /* A reduce between two members over 4 rounds or more: the root combines
      * whole rounds (4w), reading each byte of the other's contribution once,
      * with no slices to hand back; below that the rounds do not overlap
      * enough and the reduce-scatter (both members at once) is faster. */
-    const int whole = !small && root >= 0 && p == 2 && bytes >= 4 * chunk;
+    const int whole = !small && root >= 0 && p == 2 && bytes >= RED_WHOLE_MIN * chunk;
     const int da = two ? st->dfirst[st->mydom] : 0;
     const int nd = two ? st->dfirst[st->mydom + 1] - da : p;
     size_t off = 0;

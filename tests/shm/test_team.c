@@ -297,7 +297,23 @@ static int body_probe(int rank, int p, const char *name, void *arg)
             CHECK(y[i] == (double)(i % 1000) * p + (double)p * (p - 1) / 2, "reduce[%zu] = %g",
                   i, y[i]);
     if (probed && !t->cache_shared && t->cma && t->nleaders == 1 && p > 1)
-        CHECK(t->reduce_cma > before, "rank %d: the 1 MiB reduce did not go by CMA", rank);
+        CHECK((t->reduce_cma > before) == (n >= nc_reduce_cma_auto(p)),
+              "rank %d: the 1 MiB reduce went by CMA: %d, the rule from %zu bytes", rank,
+              t->reduce_cma > before, nc_reduce_cma_auto(p));
+    /* p = 2: a 64 KiB reduce takes 4 whole rounds of 16 KiB when the members
+     * share no cache, one round of the default 256 KiB slot when they do
+     * (coll/nc_reduce.c red_chunk()) */
+    if (probed && p == 2 && t->cache_shared != -1) {
+        const uint32_t r0 = t->reduce_round;
+        const size_t c64 = ((size_t)64 << 10) / sizeof(double);
+        CHECK(numacoll_reduce(t, x, y, c64, NUMACOLL_DOUBLE, NUMACOLL_SUM, 1) == 0, "reduce");
+        if (rank == 1)
+            for (size_t i = 0; i < c64; i++)
+                CHECK(y[i] == (double)(i % 1000) * 2 + 1, "reduce[%zu] = %g", i, y[i]);
+        CHECK(t->reduce_round - r0 == (t->cache_shared ? 1u : 4u),
+              "rank %d: a 64 KiB reduce took %u rounds, the members %s a cache", rank,
+              t->reduce_round - r0, t->cache_shared ? "share" : "do not share");
+    }
     free(buf);
     free(x);
     free(y);

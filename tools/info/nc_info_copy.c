@@ -170,10 +170,11 @@ static void print_choice(FILE *out, const nc_config_t *cfg, int np, int cores, i
     }
     /* Reductions: no model; the tunables (numacoll-tune measures them) or the rule */
     if (!print_override(out, cfg, NC_P_REDUCE_CMA_MIN, "reduce, "))
-        fprintf(out, "reduce, switch point: from %zu KiB at p = 2, %zu KiB at larger p, when a "
-                     "team's members do not all share a cache (below) on one NUMA node, else "
-                     "never (NUMACOLL_REDUCE_CMA_MIN=0; docs/reduce.md)\n",
-                nc_reduce_cma_auto(2) >> 10, nc_reduce_cma_auto(3) >> 10);
+        fprintf(out, "reduce, switch point: from %zu KiB at p >= 3 when a team's members do "
+                     "not all share a cache (below) on one NUMA node, else never; at p = 2 "
+                     "never (whole rounds through the slots) (NUMACOLL_REDUCE_CMA_MIN=0; "
+                     "docs/reduce.md)\n",
+                nc_reduce_cma_auto(3) >> 10);
     if (!print_override(out, cfg, NC_P_ALLREDUCE_CMA_MIN, "allreduce, "))
         fprintf(out, "allreduce, switch point: never (NUMACOLL_ALLREDUCE_CMA_MIN=0; "
                      "docs/reduce.md)\n");
