@@ -37,7 +37,7 @@
  * F) (one round, n = 0 included), large otherwise: rounds of C = whole
  * elements of at most F bytes (a reduce between two members that do not
  * share a cache, t->cache_shared == 0, agreed by all: at most n / 4 rounded
- * down to whole pages, if that is a page or more, so that it takes 4 rounds
+ * down to whole KiB, if that is 1 KiB or more, so that it takes 4 rounds
  * or more, whole rounds (4w) that overlap: red_chunk()); round j carries bytes [j*C, j*C + C) of every
  * contribution, cut into p slices of whole elements (ceil(m/p) rounded up to
  * a cache line's worth of elements when an element divides 64 bytes).
@@ -195,6 +195,8 @@
 
 #define RED_HDR 32 /* bytes of a slot before its data */
 #define RED_WHOLE_MIN 4 /* rounds from which a reduce at p = 2 takes whole rounds (4w) */
+/* the rounds of a reduce at p = 2 without a shared cache: whole KiB (red_chunk()) */
+#define RED_WHOLE_GRAIN ((size_t)1024)
 /* CMA (X1-X8) */
 #define RED_CMA UINT64_C(0x636d617265647563) /* "cmareduc": a CMA call's slot */
 #define RED_CMA_BIT (1u << 18)               /* in a CMA call's code */
@@ -763,19 +765,20 @@ void nc_reduce_abandon(struct numacoll_team *t)
 
 /* C, the bytes of a large call's rounds (see "Rounds" at the top): F, or
  * for a reduce between two members that do not all share a cache, n / 4
- * (whole pages, at least one) when that is less: 4 rounds or more of
+ * (whole KiB, at least one) when that is less: 4 rounds or more of
  * whole-round combining (4w), where the other member's copy into its slot (streamed)
  * overlaps the root's combining. Measured at p = 2 without a shared cache
  * (docs/reduce.md, "Rounds of a reduce without a shared cache"): 0.44-0.54 of
  * Open MPI's time from 16 KiB to 16 MiB, against 0.79-0.97 in one round of
- * F = 256 KiB and 0.71-0.85 by CMA; with a shared cache one round of
+ * F = 256 KiB and 0.71-0.85 by CMA; 0.47-0.54 at 5-12 KiB in rounds of whole
+ * KiB, against 0.55-0.89 in whole pages; with a shared cache one round of
  * reduce-scatter stays faster at 256 KiB. t->cache_shared is the same on
  * every member (agreed at team creation), so the rounds are too. */
 static size_t red_chunk(const numacoll_team_t *t, const red_state_t *st, size_t bytes, size_t es,
                         int root)
 {
-    const size_t page = nc_page_size(), w = bytes / RED_WHOLE_MIN / page * page;
-    const size_t c = root >= 0 && t->p == 2 && t->cache_shared == 0 && w >= page && w >= es &&
+    const size_t g = RED_WHOLE_GRAIN, w = bytes / RED_WHOLE_MIN / g * g;
+    const size_t c = root >= 0 && t->p == 2 && t->cache_shared == 0 && w >= g && w >= es &&
                              w < st->F
                          ? w
                          : st->F;
