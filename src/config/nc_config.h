@@ -79,8 +79,7 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
       "team can use it).")                                                                      \
     X(CMA_MIN, NC_PT_SIZE, "0", 0, INT64_C(1) << 50, NULL, "bytes",                            \
       "With NUMACOLL_TRANSPORT=auto, broadcasts of at least this many bytes use CMA; 0: the "   \
-      "cost model's switch point (numacoll-info prints it), or never for two members on one "  \
-      "NUMA node that do not share a cache (docs/transport.md).")                               \
+      "cost model's switch point (numacoll-info prints it).")                                   \
     X(CMA_COOP, NC_PT_INT, "1", 0, 1, NULL, "bool",                                             \
       "1: in a CMA broadcast the root writes a 1/p share into every reader while the readers "  \
       "read the rest, so all cores copy (gather, scatter: both ends of a block share its "      \
@@ -135,7 +134,8 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
     X(GATHER_CMA_MIN, NC_PT_SIZE, "0", 0, INT64_C(1) << 50, NULL, "bytes",                     \
       "Gather family, NUMACOLL_TRANSPORT=auto: blocks of at least this many bytes go by CMA "    \
       "(single copy); 0: the cost model's switch point per collective (numacoll-info prints "  \
-      "it), or never for two members on one NUMA node that do not share a cache.")              \
+      "it), for allgather and alltoall never when two members on one NUMA node do not share a " \
+      "cache.")                                                                                 \
     X(NUMA_FORWARD, NC_PT_ENUM, "auto", 0, 0, "auto|on|off", "",                               \
       "On a node with several NUMA nodes, data that every member of a NUMA node needs from "    \
       "another (allgather(v) blocks of at least NUMACOLL_ALLGATHER_NUMA_MIN bytes, the "         \

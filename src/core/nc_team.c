@@ -490,29 +490,28 @@ void nc_team_cost_model(const nc_config_t *cfg, nc_xfer_model_t *x)
 }
 
 /* Two members on one NUMA node that share no cache (agreed: hwloc's view or
- * the probe's, step 5): the segment, streamed past the caches (t->shm_nt),
- * beats CMA at every size for the broadcast and the gather family, as the
- * reduce's whole rounds do (measured: docs/transport.md, "Without a shared
- * cache at p = 2"), while the cost model's constants describe cached
- * copies. So the automatic switch points are "never" there; a switch point
- * set by hand or by numacoll-tune still counts. Larger teams are not
- * measured without a shared cache and keep the model. */
+ * the probe's, step 5): for the allgather and the alltoall the segment,
+ * streamed past the caches (t->shm_nt), beats CMA off-cache by 15-35 % and
+ * loses 5-20 % to it with cache-resident buffers (measured:
+ * docs/transport.md, "Without a shared cache at p = 2"), while the cost
+ * model's constants describe cached copies. So their automatic switch points
+ * are "never" there; a switch point set by hand or by numacoll-tune still
+ * counts. Not for the broadcast, gather and scatter: there CMA was 30-45 %
+ * faster with cache-resident buffers. Larger teams are not measured without
+ * a shared cache and keep the model. */
 static int streamed_pair(const numacoll_team_t *t)
 {
     return t->p == 2 && t->cache_shared == 0 && t->nleaders == 1;
 }
 
 /* The size from which broadcasts use CMA: NUMACOLL_CMA_MIN, or the cost
- * model's switch point (model/nc_model.h) for this team's p and CPUs, or
- * never (streamed_pair()). */
+ * model's switch point (model/nc_model.h) for this team's p and CPUs. */
 static size_t cma_switch(const numacoll_team_t *t)
 {
     if (NC_CFG_NUM(&t->cfg, TRANSPORT) == NC_TRANSPORT_CMA)
         return 0;
     if (NC_CFG_NUM(&t->cfg, CMA_MIN))
         return (size_t)NC_CFG_NUM(&t->cfg, CMA_MIN);
-    if (streamed_pair(t))
-        return SIZE_MAX;
     nc_xfer_model_t x;
     nc_team_cost_model(&t->cfg, &x);
     return nc_cma_switch_point(&x, t->p, t->ncpus, (int)NC_CFG_NUM(&t->cfg, CMA_COOP),
@@ -521,14 +520,14 @@ static size_t cma_switch(const numacoll_team_t *t)
 
 /* The same for the gather family, per NC_XG_* kind: NUMACOLL_GATHER_CMA_MIN
  * or the cost model's switch point for this kind of exchange, or never
- * (streamed_pair()). */
+ * (allgather, alltoall: streamed_pair()). */
 static size_t xg_cma_switch(const numacoll_team_t *t, int kind)
 {
     if (NC_CFG_NUM(&t->cfg, TRANSPORT) == NC_TRANSPORT_CMA)
         return 0;
     if (NC_CFG_NUM(&t->cfg, GATHER_CMA_MIN))
         return (size_t)NC_CFG_NUM(&t->cfg, GATHER_CMA_MIN);
-    if (streamed_pair(t))
+    if (kind != NC_XG_ROOTED && streamed_pair(t))
         return SIZE_MAX;
     nc_xfer_model_t x;
     nc_team_cost_model(&t->cfg, &x);

@@ -168,11 +168,11 @@ static void print_choice(FILE *out, const nc_config_t *cfg, int np, int cores, i
         fprintf(out, "switch point to CMA (model), a team of p on %d CPUs:", cores);
         print_points(out, &x, -1, np, cores, coop, (size_t)NC_CFG_NUM(cfg, BCAST_INLINE_MAX));
     }
-    if ((!NC_CFG_NUM(cfg, CMA_MIN) || !NC_CFG_NUM(cfg, GATHER_CMA_MIN)) && cma_ok &&
+    if (!NC_CFG_NUM(cfg, GATHER_CMA_MIN) && cma_ok &&
         NC_CFG_NUM(cfg, TRANSPORT) == NC_TRANSPORT_AUTO)
         fprintf(out, "except: a team of 2 on one NUMA node whose members do not share a cache "
-                     "(below) streams through the segment at every size instead of the model's "
-                     "CMA (docs/transport.md)\n");
+                     "(below) streams allgathers and alltoalls through the segment at every "
+                     "size instead of the model's CMA (docs/transport.md)\n");
     /* Reductions: no model; the tunables (numacoll-tune measures them) or the rule */
     if (!print_override(out, cfg, NC_P_REDUCE_CMA_MIN, "reduce, "))
         fprintf(out, "reduce, switch point: from %zu KiB at p >= 3 when a team's members do "
