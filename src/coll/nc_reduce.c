@@ -35,11 +35,11 @@
  * (t->reduce_round) is the same on every member and round r uses slot r % S
  * of every member. A call of n bytes is small when n <= min(REDUCE_SMALL_MAX,
  * F) (one round, n = 0 included), large otherwise: rounds of C = whole
- * elements of at most F bytes (a reduce between two members that do not
- * share a cache, t->cache_shared == 0, agreed by all: at most n / 4 rounded
- * down to whole KiB, if that is 1 KiB or more, so that it takes 4 rounds
- * or more, whole rounds (4w) that overlap: red_chunk()); round j carries bytes [j*C, j*C + C) of every
- * contribution, cut into p slices of whole elements (ceil(m/p) rounded up to
+ * elements of at most F bytes (a reduce between two members on one NUMA
+ * node that do not share a cache, agreed by all: at most n / 4 rounded down
+ * to whole KiB, if that is 1 KiB or more, so that it takes 4 rounds or
+ * more, whole rounds (4w) that overlap: red_chunk()); round j carries bytes
+ * [j*C, j*C + C) of every contribution, cut into p slices of whole elements (ceil(m/p) rounded up to
  * a cache line's worth of elements when an element divides 64 bytes).
  * "Readers" are every member (allreduce) or the root (reduce).
  * Two-level ("two" below): the team's members sit on D NUMA nodes ("domains",
@@ -80,8 +80,8 @@
  *       slice k over my domain's members into slice k of my slot (k == i:
  *       into private memory), then part = r (release);
  *   4w. a reduce between two members of 4 rounds or more ("whole rounds",
- *       chosen from p, the root and the size, so every member takes it
- *       alike): the non-root
+ *       chosen from p, the root, the size, the element size and the agreed
+ *       caches and NUMA nodes, so every member takes it alike): the non-root
  *       posted the whole round in 2 and is done; the root waits for it (3)
  *       and combines the round over both contributions into its recvbuf
  *       (in place: into private memory, then copied), then 6;
@@ -200,10 +200,10 @@
 /* CMA (X1-X8) */
 #define RED_CMA UINT64_C(0x636d617265647563) /* "cmareduc": a CMA call's slot */
 #define RED_CMA_BIT (1u << 18)               /* in a CMA call's code */
-/* Bytes of the others' chunks, at most: at p = 2 a chunk of 1 MiB, which
- * was 4-10 % faster at 1-4 MiB than 256 KiB chunks without a shared cache
- * (docs/reduce.md, "The chunk of a reduce by CMA"), for 2 MiB of scratch
- * per member, resident only once CMA runs. */
+/* Bytes of the others' chunks, at most: at p = 2 a chunk of 1 MiB, faster at
+ * 1-4 MiB than 256 KiB chunks without a shared cache (docs/reduce.md, "The
+ * chunk of a reduce by CMA"), for 2 MiB of scratch per member, resident only
+ * once CMA runs. */
 #define RED_CMA_BUF ((size_t)1 << 20)
 #define RED_CMA_PAGE ((size_t)4096)          /* see cma_at() */
 #define RED_CMA_CHUNK_MIN ((size_t)16 << 10)
@@ -355,7 +355,8 @@ int nc_reduce_init(struct numacoll_team *t)
         return rc;
     /* CMA's scratch (X3), here since a failure later could not be agreed
      * on; only touched, and so only resident, if CMA is used. Not for a
-     * team that cannot choose CMA (reduce_cma_switch() in core/nc_team.c:
+     * team that cannot choose CMA (reduce_cma_switch() in core/nc_team.c: never
+     * at p = 2 by the rule;
      * with the cache rule, a member that sees a shared cache makes the
      * agreed view shared or unknown, unless the team measures its caches
      * after this: step 5 of core/nc_team.c runs only if every member asked,
@@ -364,7 +365,7 @@ int nc_reduce_init(struct numacoll_team *t)
     if (p > 1 && tr != NC_TRANSPORT_SHM &&
         (tr == NC_TRANSPORT_CMA || NC_CFG_NUM(&t->cfg, REDUCE_CMA_MIN) ||
          NC_CFG_NUM(&t->cfg, ALLREDUCE_CMA_MIN) ||
-         ((t->cache_shared != 1 || t->cache_probe_asked) && t->nleaders == 1))) {
+         (p > 2 && (t->cache_shared != 1 || t->cache_probe_asked) && t->nleaders == 1))) {
         size_t c = RED_CMA_BUF / (size_t)(p - 1);
         c = c < RED_CMA_CHUNK_MIN ? RED_CMA_CHUNK_MIN : c > RED_CMA_CHUNK_MAX ? RED_CMA_CHUNK_MAX : c;
         /* two-level: combine2() takes up to F bytes; whole cache lines */
@@ -764,21 +765,21 @@ void nc_reduce_abandon(struct numacoll_team *t)
 }
 
 /* C, the bytes of a large call's rounds (see "Rounds" at the top): F, or
- * for a reduce between two members that do not all share a cache, n / 4
- * (whole KiB, at least one) when that is less: 4 rounds or more of
- * whole-round combining (4w), where the other member's copy into its slot (streamed)
- * overlaps the root's combining. Measured at p = 2 without a shared cache
- * (docs/reduce.md, "Rounds of a reduce without a shared cache"): 0.44-0.54 of
- * Open MPI's time from 16 KiB to 16 MiB, against 0.79-0.97 in one round of
- * F = 256 KiB and 0.71-0.85 by CMA; 0.47-0.54 at 5-12 KiB in rounds of whole
- * KiB, against 0.55-0.89 in whole pages; with a shared cache one round of
- * reduce-scatter stays faster at 256 KiB. t->cache_shared is the same on
- * every member (agreed at team creation), so the rounds are too. */
+ * for a reduce between two members on one NUMA node that do not share a
+ * cache, n / 4 (whole KiB, at least one, whole elements) when that is less:
+ * 4 rounds or more of whole-round combining (4w), where the other member's
+ * streamed copy into its slot overlaps the root's combining. Faster there
+ * than one round and than CMA with buffers out of the caches, slower than
+ * CMA at 128-512 KiB with cache-resident ones; with a shared cache one round
+ * of reduce-scatter stays faster at 256 KiB (measured: docs/reduce.md,
+ * "Rounds of a reduce without a shared cache"). t->cache_shared and
+ * t->nleaders are the same on every member (agreed at team creation), so the
+ * rounds are too. */
 static size_t red_chunk(const numacoll_team_t *t, const red_state_t *st, size_t bytes, size_t es,
                         int root)
 {
     const size_t g = RED_WHOLE_GRAIN, w = bytes / RED_WHOLE_MIN / g * g;
-    const size_t c = root >= 0 && t->p == 2 && t->cache_shared == 0 && w >= g && w >= es &&
+    const size_t c = root >= 0 && t->p == 2 && t->cache_shared == 0 && t->nleaders == 1 && w >= g && w >= es &&
                              w < st->F
                          ? w
                          : st->F;

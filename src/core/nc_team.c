@@ -156,6 +156,8 @@ static const char *cache_words(const numacoll_team_t *t)
                                   : "the members' caches are unknown";
 }
 
+static int streamed_pair(const numacoll_team_t *t);
+
 static void report(const numacoll_team_t *t, const rec2_t *r2)
 {
     const nc_layout_t *l = &t->seg.l;
@@ -239,7 +241,9 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
                     v[0], v[1], v[2],
                     NC_CFG_NUM(&t->cfg, TRANSPORT) == NC_TRANSPORT_CMA ? "NUMACOLL_TRANSPORT=cma"
                     : NC_CFG_NUM(&t->cfg, GATHER_CMA_MIN)              ? "NUMACOLL_GATHER_CMA_MIN"
-                                                         : "the cost model's switch points");
+                    : streamed_pair(t) ? "the cost model's; allgather and alltoall: never, two "
+                                         "members that share no cache stream through the segment"
+                                       : "the cost model's switch points");
     }
     if (t->cma) {
         /* calls above min(small max, F) are large (coll/nc_reduce.c) */

@@ -97,10 +97,10 @@ struct numacoll_team {
 
 /* Reductions' automatic switch to CMA (NUMACOLL_REDUCE_CMA_MIN=0): reduce
  * calls from this size when the team's p members share no cache
- * (core/nc_team.c). At p = 2 never: there whole rounds through the slots
- * (coll/nc_reduce.c red_chunk()) took 0.43-0.56 of Open MPI's time from
- * 16 KiB to 16 MiB, CMA 0.67-0.86 (docs/reduce.md); larger teams are not
- * measured without a shared cache and keep 128 KiB. */
+ * (core/nc_team.c). At p = 2 never: whole rounds through the slots
+ * (coll/nc_reduce.c red_chunk()) are faster there with buffers out of the
+ * caches (docs/reduce.md); larger teams are not measured without a shared
+ * cache and keep 128 KiB. */
 static inline size_t nc_reduce_cma_auto(int p)
 {
     return p == 2 ? SIZE_MAX : (size_t)128 << 10;

@@ -314,8 +314,8 @@ static int body_probe(int rank, int p, const char *name, void *arg)
               "rank %d: the 1 MiB reduce went by CMA: %d, the rule from %zu bytes", rank,
               t->reduce_cma > before, nc_reduce_cma_auto(p));
     /* p = 2: a 64 KiB reduce takes 4 whole rounds of 16 KiB when the members
-     * share no cache, one round of the default 256 KiB slot when they do
-     * (coll/nc_reduce.c red_chunk()) */
+     * share no cache, rounds of the slot size F (one, by default) when they
+     * do (coll/nc_reduce.c red_chunk()) */
     if (probed && p == 2 && t->cache_shared != -1) {
         const uint32_t r0 = t->reduce_round;
         const size_t c64 = ((size_t)64 << 10) / sizeof(double);
@@ -323,7 +323,9 @@ static int body_probe(int rank, int p, const char *name, void *arg)
         if (rank == 1)
             for (size_t i = 0; i < c64; i++)
                 CHECK(y[i] == (double)(i % 1000) * 2 + 1, "reduce[%zu] = %g", i, y[i]);
-        CHECK(t->reduce_round - r0 == (t->cache_shared ? 1u : 4u),
+        const size_t f = (size_t)NC_CFG_NUM(&t->cfg, REDUCE_FRAG_SIZE) / sizeof(double),
+                     chunk = !t->cache_shared && c64 / 4 < f ? c64 / 4 : f;
+        CHECK(t->reduce_round - r0 == (uint32_t)((c64 + chunk - 1) / chunk),
               "rank %d: a 64 KiB reduce took %u rounds, the members %s a cache", rank,
               t->reduce_round - r0, t->cache_shared ? "share" : "do not share");
     }
