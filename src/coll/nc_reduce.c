@@ -779,10 +779,8 @@ static size_t red_chunk(const numacoll_team_t *t, const red_state_t *st, size_t 
                         int root)
 {
     const size_t g = RED_WHOLE_GRAIN, w = bytes / RED_WHOLE_MIN / g * g;
-    const size_t c = root >= 0 && t->p == 2 && t->cache_shared == 0 && t->nleaders == 1 && w >= g && w >= es &&
-                             w < st->F
-                         ? w
-                         : st->F;
+    const size_t c = root >= 0 && nc_team_streamed_pair(t) && w >= g && w >= es && w < st->F ? w
+                                                                                    : st->F;
     return c / es * es;
 }
 

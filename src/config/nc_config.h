@@ -113,7 +113,7 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
       "NUMACOLL_REDUCE_FRAG_SIZE)) read the contributions in place by CMA, each member its "   \
       "slice, instead of through the slots; 0: from 128 KiB at p >= 3 (p = 2: never), when "   \
       "the members do not all share a cache (NUMACOLL_CACHE_PROBE) and sit on one NUMA "       \
-      "node; numacoll-tune measures it (docs/reduce.md).")                                                                      \
+      "node; numacoll-tune measures it (docs/reduce.md).")                                     \
     X(ALLREDUCE_CMA_MIN, NC_PT_SIZE, "0", 0, INT64_C(1) << 50, NULL, "bytes",                    \
       "MPI_Allreduce (numacoll_allreduce), NUMACOLL_TRANSPORT=auto: calls of at least this "   \
       "many bytes (and above the one-hand-off size) go by CMA, as NUMACOLL_REDUCE_CMA_MIN; "   \

@@ -156,8 +156,6 @@ static const char *cache_words(const numacoll_team_t *t)
                                   : "the members' caches are unknown";
 }
 
-static int streamed_pair(const numacoll_team_t *t);
-
 static void report(const numacoll_team_t *t, const rec2_t *r2)
 {
     const nc_layout_t *l = &t->seg.l;
@@ -241,7 +239,7 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
                     v[0], v[1], v[2],
                     NC_CFG_NUM(&t->cfg, TRANSPORT) == NC_TRANSPORT_CMA ? "NUMACOLL_TRANSPORT=cma"
                     : NC_CFG_NUM(&t->cfg, GATHER_CMA_MIN)              ? "NUMACOLL_GATHER_CMA_MIN"
-                    : streamed_pair(t) ? "the cost model's; allgather and alltoall: never, two "
+                    : nc_team_streamed_pair(t) ? "the cost model's; allgather and alltoall: never, two "
                                          "members that share no cache stream through the segment"
                                        : "the cost model's switch points");
     }
@@ -502,11 +500,7 @@ void nc_team_cost_model(const nc_config_t *cfg, nc_xfer_model_t *x)
  * are "never" there; a switch point set by hand or by numacoll-tune still
  * counts. Not for the broadcast, gather and scatter: there CMA was 30-45 %
  * faster with cache-resident buffers. Larger teams are not measured without
- * a shared cache and keep the model. */
-static int streamed_pair(const numacoll_team_t *t)
-{
-    return t->p == 2 && t->cache_shared == 0 && t->nleaders == 1;
-}
+ * a shared cache and keep the model (nc_team_streamed_pair(), core/nc_team.h). */
 
 /* The size from which broadcasts use CMA: NUMACOLL_CMA_MIN, or the cost
  * model's switch point (model/nc_model.h) for this team's p and CPUs. */
@@ -524,14 +518,14 @@ static size_t cma_switch(const numacoll_team_t *t)
 
 /* The same for the gather family, per NC_XG_* kind: NUMACOLL_GATHER_CMA_MIN
  * or the cost model's switch point for this kind of exchange, or never
- * (allgather, alltoall: streamed_pair()). */
+ * (allgather, alltoall: nc_team_streamed_pair()). */
 static size_t xg_cma_switch(const numacoll_team_t *t, int kind)
 {
     if (NC_CFG_NUM(&t->cfg, TRANSPORT) == NC_TRANSPORT_CMA)
         return 0;
     if (NC_CFG_NUM(&t->cfg, GATHER_CMA_MIN))
         return (size_t)NC_CFG_NUM(&t->cfg, GATHER_CMA_MIN);
-    if (kind != NC_XG_ROOTED && streamed_pair(t))
+    if (kind != NC_XG_ROOTED && nc_team_streamed_pair(t))
         return SIZE_MAX;
     nc_xfer_model_t x;
     nc_team_cost_model(&t->cfg, &x);

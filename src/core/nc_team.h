@@ -101,6 +101,16 @@ struct numacoll_team {
  * (coll/nc_reduce.c red_chunk()) are faster there with buffers out of the
  * caches (docs/reduce.md); larger teams are not measured without a shared
  * cache and keep 128 KiB. */
+/* Two members on one NUMA node that share no cache (agreed at creation:
+ * hwloc's view or the probe's): the reduce takes quarter rounds
+ * (coll/nc_reduce.c red_chunk()), allgather and alltoall stream through the
+ * segment instead of the cost model's CMA (core/nc_team.c); measured in
+ * docs/reduce.md and docs/transport.md. The same on every member. */
+static inline int nc_team_streamed_pair(const struct numacoll_team *t)
+{
+    return t->p == 2 && t->cache_shared == 0 && t->nleaders == 1;
+}
+
 static inline size_t nc_reduce_cma_auto(int p)
 {
     return p == 2 ? SIZE_MAX : (size_t)128 << 10;
