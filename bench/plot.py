@@ -5,14 +5,16 @@
     plot.py --summary a.csv b.csv ... [--stat max|avg|min]
 
 CSV columns: collective,impl,p,bytes,iterations,t_min_us,t_avg_us,t_max_us
-(collective bcast, barrier, reduce or allreduce; impl "memcpy": one core's memcpy of
-the same bytes; "reduce-kernel" (reductions): one core's numacoll_reduce_local on the
-same bytes; "flag": one-way cache-line latency between ranks 0 and 1). Panels, per
-collective found in the CSV:
+(collective bcast, barrier, reduce, allreduce or one of the gather family; impl
+"memcpy": one core's memcpy of the same bytes; "reduce-kernel" (reductions): one core's
+numacoll_reduce_local on the same bytes; "cma-copy" (bcast, the gather family): every
+rank's blocks by process_vm_readv, all ranks at once, nothing else; "flag": one-way
+cache-line latency between ranks 0 and 1). Panels, per collective found in the CSV:
 
-  bcast, reduce, allreduce
-           latency vs size (log-log) per implementation, memcpy, reduce-kernel and
-           flag drawn as the limits; ratio to native vs size; multiple of memcpy vs
+  bcast, reduce, allreduce, the gather family
+           latency vs size (log-log) per implementation, memcpy, reduce-kernel,
+           cma-copy and flag drawn as the limits; ratio to native vs size (cma-copy's
+           too); multiple of memcpy vs
            size (with the reduce-kernel's own); with a sweep (impls numacoll:KEY=V
            for one KEY): time normalised to the first value vs size (the paper's
            figures 7 and 10), and for a numeric KEY time vs the value at a few sizes
@@ -55,7 +57,9 @@ def need_matplotlib():
 
 HEADER = ["collective", "impl", "p", "bytes", "iterations", "t_min_us", "t_avg_us", "t_max_us"]
 ZERO_X = 0.5  # where size 0 sits on a log axis
-LIMITS = ("memcpy", "reduce-kernel", "flag")  # the in-run references, not implementations
+# the in-run references, not implementations ("cma-copy": bcast and the gather family, each
+# rank's blocks by process_vm_readv, all ranks at once, nothing else)
+LIMITS = ("memcpy", "reduce-kernel", "cma-copy", "flag")
 SIZED = ("bcast", "reduce", "allreduce", "gather", "gatherv", "scatter", "scatterv", "allgather",
          "allgatherv", "alltoall", "alltoallv")  # collectives measured over message sizes
 
@@ -126,6 +130,7 @@ def sized_panels(coll, impls, stat, ref="native"):
     flag = impls.get("flag", {}).get(0)
     memcpy = impls.get("memcpy")
     kernel = impls.get("reduce-kernel")
+    cma = impls.get("cma-copy")
     native = impls.get(ref)
     real = [k for k in impls if k not in LIMITS]
 
@@ -140,6 +145,10 @@ def sized_panels(coll, impls, stat, ref="native"):
         if kernel:
             sz = sorted(b for b in kernel if b > 0)
             ax.plot(sz, [kernel[s] for s in sz], "k-.", lw=1, label="reduce-kernel (one core)")
+        if cma:
+            sz = sorted(cma)
+            ax.plot(xs(sz), [max(cma[s], 1e-3) for s in sz], color="gray", ls="--", lw=1,
+                    label="cma-copy (single copy, nothing else)")
         if flag:
             ax.axhline(flag, color="gray", ls=":", lw=1, label="flag %.3f us" % flag)
         style(ax)
@@ -156,6 +165,10 @@ def sized_panels(coll, impls, stat, ref="native"):
                 d = impls[name]
                 sz = [s for s in sorted(d) if s in native and native[s] > 0]
                 ax.plot(xs(sz), [d[s] / native[s] for s in sz], marker="o", ms=3, label=name)
+            if cma:
+                sz = [s for s in sorted(cma) if s in native and native[s] > 0]
+                ax.plot(xs(sz), [cma[s] / native[s] for s in sz], color="gray", ls="--", lw=1,
+                        label="cma-copy (single copy, nothing else)")
             ax.axhline(1, color="k", lw=1)
             ax.axhline(0.5, color="gray", ls=":", lw=1)
             style(ax)  # log: one descheduled size must not flatten the rest

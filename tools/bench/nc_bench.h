@@ -29,7 +29,7 @@
 #define NC_BENCH_LABEL 256
 #define NC_BENCH_CANARY 64      /* guard bytes after every message, checked after timing */
 #define NC_BENCH_MIN_ITER 5     /* time cap never goes below min(this, --iter R) */
-#define NC_BENCH_MAX_LIMITS 3   /* memcpy, reduce-kernel, flag */
+#define NC_BENCH_MAX_LIMITS 4   /* memcpy, reduce-kernel, cma-copy, flag */
 
 enum nc_bench_coll {
     NC_BENCH_BCAST = 0, NC_BENCH_BARRIER, NC_BENCH_REDUCE, NC_BENCH_ALLREDUCE,
@@ -44,6 +44,9 @@ enum nc_bench_kind {
     NC_IMPL_MEMCPY,   /* one core's memcpy of the same bytes, same cache policy */
     NC_IMPL_KERNEL,   /* reductions: one core's numacoll_reduce_local (inout op= in), same
                        * bytes and cache policy */
+    NC_IMPL_CMA,      /* bcast, the gather family: every rank moves the bytes the collective
+                       * gives it, each block by one process_vm_readv from its sender's
+                       * buffer (its own block by memcpy), all ranks at once, no protocol */
     NC_IMPL_FLAG      /* one-way latency of a cache-line flag between ranks 0 and 1 */
 };
 
@@ -122,6 +125,8 @@ size_t nc_bench_slot_bytes(enum nc_bench_coll c, size_t bytes, int p);
 /* The gather family: 1 for its members; a slot holds p send blocks, then (at
  * nc_bench_recv_offset(p * bytes)) p receive blocks. */
 int nc_bench_coll_is_exchange(enum nc_bench_coll c);
+/* bcast and the gather family get the cma-copy reference row (NC_IMPL_CMA) */
+int nc_bench_coll_has_copy_limit(enum nc_bench_coll c);
 size_t nc_bench_recv_offset(size_t bytes);
 /* Iterations allowed by --iter R,V for a message of `bytes` (before the time cap). */
 long nc_bench_iter_cap(const struct nc_bench_opts *o, size_t bytes);

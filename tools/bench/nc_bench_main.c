@@ -94,6 +94,15 @@ static void build_impls(struct nc_bench_context *ctx)
             k->kind = NC_IMPL_KERNEL;
             snprintf(k->label, sizeof k->label, "reduce-kernel");
         }
+        int copies = 0;
+        for (int c = 0; c < o->ncoll; c++)
+            copies |= nc_bench_coll_has_copy_limit(o->coll[c]);
+        if (copies) {
+            struct nc_bench_impl *x = &ctx->all[ctx->nimpl_all++];
+            memset(x, 0, sizeof *x);
+            x->kind = NC_IMPL_CMA;
+            snprintf(x->label, sizeof x->label, "cma-copy");
+        }
         struct nc_bench_impl *f = &ctx->all[ctx->nimpl_all++];
         memset(f, 0, sizeof *f);
         f->kind = NC_IMPL_FLAG;
@@ -333,7 +342,9 @@ int main(int argc, char **argv)
                     int red = nc_bench_coll_is_reduction(o.coll[c]);
                     if (im->kind == NC_IMPL_FLAG ||
                         (im->kind == NC_IMPL_MEMCPY && o.coll[c] != NC_BENCH_BCAST && !red) ||
-                        (im->kind == NC_IMPL_KERNEL && !red))
+                        (im->kind == NC_IMPL_KERNEL && !red) ||
+                        (im->kind == NC_IMPL_CMA &&
+                         (!b.cma_ok || !nc_bench_coll_has_copy_limit(o.coll[c]))))
                         continue;
                     out = rank == 0 ? nc_bench_result_at(&res, run, c, i, s) : &scratch;
                     nc_bench_measure(&b, &ctx, run, c, i, s, out);

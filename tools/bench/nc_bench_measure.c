@@ -27,6 +27,10 @@
  *   7. per-rank mean -> t_min, t_avg, t_max over ranks (PMPI_Reduce to rank 0).
  * memcpy and reduce-kernel run on rank 0 alone, flag on ranks 0 and 1; the other
  * ranks sleep in a polled Ibarrier so that they do not steal the cores (p > cores).
+ * cma-copy (bcast, the gather family) is timed as a collective, 1-7: a "call" moves
+ * what the collective gives each rank, each block from its sender's buffer by one
+ * process_vm_readv, the rank's own block by memcpy, every rank at once; no
+ * announcement, no flow control. The single copy with nothing else, on this node.
  */
 #include "nc_bench_mpi.h"
 
@@ -37,6 +41,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -428,6 +434,37 @@ static int flag_setup(struct nc_bench_mpi *b, char *err, size_t errlen)
     return 0;
 }
 
+/* cma-copy: every rank's pid and pool; each rank reads a line of its neighbour's pool
+ * (as numacoll's own probe does, a real transfer). 0 when every rank could. */
+static int cma_setup(struct nc_bench_mpi *b)
+{
+    const int p = b->p;
+    b->cma_ok = 0;
+    b->pids = malloc(sizeof *b->pids * (size_t)p);
+    b->pools = malloc(sizeof *b->pools * (size_t)p);
+    if (p < 2)
+        return 0; /* nothing to copy: no row */
+    int ok = b->pids && b->pools;
+    PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!ok)
+        return -1;
+#ifdef PR_SET_PTRACER
+    /* yama ptrace_scope 1: let the other ranks read this one (as numacoll does) */
+    (void)prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+#endif
+    int pid = (int)getpid();
+    uint64_t pool = (uint64_t)(uintptr_t)b->pool;
+    PMPI_Allgather(&pid, 1, MPI_INT, b->pids, 1, MPI_INT, MPI_COMM_WORLD);
+    PMPI_Allgather(&pool, 1, MPI_UINT64_T, b->pools, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    const int k = (b->rank + 1) % p;
+    unsigned char line[64];
+    struct iovec l = {line, sizeof line}, r = {(void *)(uintptr_t)b->pools[k], sizeof line};
+    ok = process_vm_readv(b->pids[k], &l, 1, &r, 1, 0) == (ssize_t)sizeof line;
+    PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    b->cma_ok = ok;
+    return ok ? 0 : -1;
+}
+
 int nc_bench_mpi_setup(struct nc_bench_mpi *b, const struct nc_bench_opts *o, size_t pool_min,
                        char *err, size_t errlen)
 {
@@ -473,12 +510,23 @@ int nc_bench_mpi_setup(struct nc_bench_mpi *b, const struct nc_bench_opts *o, si
     }
     if (o->limits && flag_setup(b, err, errlen) && b->rank == 0)
         fprintf(stderr, "numacoll-bench: %s\n", err);
+    int copies = 0;
+    for (int c = 0; c < o->ncoll; c++)
+        copies |= nc_bench_coll_has_copy_limit(o->coll[c]);
+    if (o->limits && copies && cma_setup(b) && b->rank == 0)
+        fprintf(stderr, "numacoll-bench: cma-copy: process_vm_readv between the ranks failed "
+                        "(/proc/sys/kernel/yama/ptrace_scope, seccomp, containers: "
+                        "docs/transport.md): the row is not measured\n");
     err[0] = '\0';
     return 0;
 }
 
 void nc_bench_mpi_teardown(struct nc_bench_mpi *b)
 {
+    free(b->pids);
+    free(b->pools);
+    b->pids = NULL;
+    b->pools = NULL;
     if (b->pool)
         munmap(b->pool, b->pool_bytes);
     if (b->dst)
@@ -680,11 +728,90 @@ static MPI_Op mpi_op(numacoll_op_t op)
     }
 }
 
+/* n bytes from rank k's address a into dst, one process_vm_readv (more only when the
+ * kernel copies less). A failure after the set-up's check aborts. */
+static void cma_block(const struct nc_bench_mpi *b, int k, unsigned char *dst, uint64_t a,
+                      size_t n)
+{
+    while (n) {
+        struct iovec l = {dst, n}, r = {(void *)(uintptr_t)a, n};
+        ssize_t got = process_vm_readv(b->pids[k], &l, 1, &r, 1, 0);
+        if (got <= 0) {
+            if (got < 0 && errno == EINTR)
+                continue;
+            die("cma-copy: process_vm_readv of %zu bytes from rank %d: %s", n, k,
+                got < 0 ? strerror(errno) : "nothing copied");
+        }
+        dst += got;
+        a += (uint64_t)got;
+        n -= (size_t)got;
+    }
+}
+
+/* One cma-copy "call" (NC_IMPL_CMA) in pool slot buf, laid out as the collective's
+ * (xg_call(), bcast's message): the blocks this rank receives, read from their
+ * senders' slots, which sit at the same offset in every rank's pool. */
+static void cma_copy(const struct nc_bench_mpi *b, enum nc_bench_coll c, unsigned char *buf,
+                     size_t m, int root)
+{
+    const struct nc_bench_opts *o = b->o;
+    const int p = b->p, me = b->rank;
+    const uint64_t off = (uint64_t)(buf - b->pool);
+#define AT(k, x) (b->pools[k] + off + (uint64_t)(x))
+    if (c == NC_BENCH_BCAST) {
+        if (me != root && m)
+            cma_block(b, root, buf, AT(root, 0), m);
+        return;
+    }
+    unsigned char *r = buf + nc_bench_recv_offset((size_t)p * m);
+    switch (c) {
+    case NC_BENCH_GATHER:
+    case NC_BENCH_GATHERV:
+        if (me != root)
+            return;
+        for (int k = 0; k < p; k++) {
+            const size_t n = xg_cnt(o, c, m, p, k, root);
+            if (k == me)
+                memcpy(r + (size_t)k * m, buf, n);
+            else if (n)
+                cma_block(b, k, r + (size_t)k * m, AT(k, 0), n);
+        }
+        return;
+    case NC_BENCH_SCATTER:
+    case NC_BENCH_SCATTERV: {
+        const size_t n = xg_cnt(o, c, m, p, root, me);
+        if (me == root)
+            memcpy(r, buf + (size_t)me * m, n);
+        else if (n)
+            cma_block(b, root, r, AT(root, (size_t)me * m), n);
+        return;
+    }
+    default: {
+        /* allgather(v): block 0 of every sender; alltoall(v): the sender's block for me */
+        const int per_dest = xg_per_dest(c);
+        for (int j = 0; j < p; j++) {
+            const int k = (me + j) % p; /* from my own block on, as numacoll reads */
+            const size_t n = xg_cnt(o, c, m, p, k, me), from = per_dest ? (size_t)me * m : 0;
+            if (k == me)
+                memcpy(r + (size_t)k * m, buf + from, n);
+            else if (n)
+                cma_block(b, k, r + (size_t)k * m, AT(k, from), n);
+        }
+        return;
+    }
+    }
+#undef AT
+}
+
 /* buf: the message (bcast) or the pool slot of a reduction (send buffer, then the
  * receive buffer at nc_bench_recv_offset(m)); m: bytes (whole elements for reductions) */
 static void call(const struct nc_bench_mpi *b, const struct nc_bench_impl *im,
                  enum nc_bench_coll coll, MPI_Comm comm, unsigned char *buf, size_t m, int root)
 {
+    if (im->kind == NC_IMPL_CMA) {
+        cma_copy(b, coll, buf, m, root);
+        return;
+    }
     int rc, native = im->kind == NC_IMPL_NATIVE;
     const struct nc_bench_opts *o = b->o;
     int count = (int)(m / nc_bench_type_bytes(o->type));
@@ -944,7 +1071,7 @@ void nc_bench_measure(struct nc_bench_mpi *b, const struct nc_bench_context *ctx
     }
     int red = nc_bench_coll_is_reduction(coll);
     nc_bench_pool_geometry(o, b->pool_min, nc_bench_slot_bytes(coll, m, b->p), &stride, &nbuf);
-    MPI_Comm comm = b->comm[impl];
+    MPI_Comm comm = impl < o->nimpl ? b->comm[impl] : MPI_COMM_NULL; /* cma-copy: none */
     int p = b->p, me = b->rank;
     size_t roff = nc_bench_recv_offset(m);
     struct red_ref ref;
@@ -1046,6 +1173,8 @@ void nc_bench_measure(struct nc_bench_mpi *b, const struct nc_bench_context *ctx
             double t0 = now();
             call(b, im, coll, comm, buf, m, root);
             sum += now() - t0;
+            if (o->verify_each && im->kind == NC_IMPL_CMA)
+                PMPI_Barrier(MPI_COMM_WORLD); /* nobody refills a buffer another still reads */
             if (o->verify_each && xg) {
                 xg_verify(o, im, coll, buf, m, p, me, root, i % (long)nbuf, run);
             } else if (o->verify_each && red) {

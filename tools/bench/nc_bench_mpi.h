@@ -23,6 +23,11 @@ struct nc_bench_mpi {
     uint64_t flag_seq;
     long flag_iters; /* round trips, fixed in run 0 */
     int flag_ok;
+    /* cma-copy: every rank's pid and pool address; cma_ok when every rank could read
+     * its neighbour's pool by process_vm_readv at set-up */
+    int *pids;
+    uint64_t *pools;
+    int cma_ok;
     /* fixed in run 0, reused by the later runs: [coll][impl][size] */
     long iters[NC_BENCH_NCOLL][NC_BENCH_MAX_IMPLS + NC_BENCH_MAX_LIMITS][NC_BENCH_MAX_SIZES];
     int warm[NC_BENCH_NCOLL][NC_BENCH_MAX_IMPLS + NC_BENCH_MAX_LIMITS][NC_BENCH_MAX_SIZES];

@@ -75,7 +75,7 @@ void nc_bench_usage(FILE *out)
 "      --sweep K=V1,V2...  one numacoll configuration per value, named numacoll:K=V\n"
 "                          (added to --impl; without --impl: native plus the sweep)\n"
 "      --sweep-base K=V,.. tunables every configuration of the sweep also gets\n"
-"      --no-limits         skip the memcpy, reduce-kernel and flag references\n"
+"      --no-limits         skip the memcpy, reduce-kernel, cma-copy and flag references\n"
 "\n"
 "How (the methodology of IMB and of the paper)\n"
 "      --iter R[,V]        at most R timed calls per size, and at most V MiB moved\n"
@@ -130,6 +130,11 @@ const char *nc_bench_coll_name(enum nc_bench_coll c)
 int nc_bench_coll_is_exchange(enum nc_bench_coll c)
 {
     return c >= NC_BENCH_GATHER && c <= NC_BENCH_ALLTOALLV;
+}
+
+int nc_bench_coll_has_copy_limit(enum nc_bench_coll c)
+{
+    return c == NC_BENCH_BCAST || nc_bench_coll_is_exchange(c);
 }
 
 int nc_bench_coll_is_reduction(enum nc_bench_coll c)
@@ -443,7 +448,7 @@ static int parse_impls(struct nc_bench_opts *o, const char *list, char *err, siz
             if (new_impl(o, tok, tok, "--impl", err, errlen))
                 return -1;
             labeled = 0;
-        } else if (!strcmp(tok, "memcpy") || !strcmp(tok, "flag")) {
+        } else if (!strcmp(tok, "memcpy") || !strcmp(tok, "flag") || !strcmp(tok, "cma-copy")) {
             return fail(err, errlen,
                         "--impl: %s is always measured as a reference (--no-limits drops it)", tok);
         } else if (eq && (!strcmp(eq + 1, "native") || is_numacoll_spec(eq + 1))) {
@@ -993,6 +998,13 @@ void nc_bench_print_plan(FILE *out, const struct nc_bench_opts *o, int p, size_t
         if (nc_bench_has_reduction(o))
             fprintf(out, "    %-*s  one core's numacoll_reduce_local (inout op= in), same cache "
                     "policy\n", lw, "reduce-kernel");
+        int copies = 0;
+        for (int c = 0; c < o->ncoll; c++)
+            copies |= nc_bench_coll_has_copy_limit(o->coll[c]);
+        if (copies)
+            fprintf(out, "    %-*s  %s: each rank's blocks by process_vm_readv from their senders, "
+                    "all ranks at once, nothing else (p > 1)\n", lw, "cma-copy",
+                    "bcast and the gather family");
         fprintf(out, "    %-*s  one-way cache-line hand-off between ranks 0 and 1\n", lw, "flag");
     }
     double worst = 0;
@@ -1023,7 +1035,9 @@ void nc_bench_print_plan(FILE *out, const struct nc_bench_opts *o, int p, size_t
         }
         int nim = o->nimpl;
         if (o->limits && o->coll[c] == NC_BENCH_BCAST)
-            nim += 1; /* memcpy */
+            nim += 2; /* memcpy, cma-copy */
+        else if (o->limits && nc_bench_coll_is_exchange(o->coll[c]))
+            nim += 1; /* cma-copy */
         else if (o->limits && red)
             nim += 2; /* memcpy, reduce-kernel */
         worst += (double)ns * nim * o->time_per_size * 1.25;

@@ -120,6 +120,8 @@ void nc_bench_fake_fill(struct nc_bench_results *res, const struct nc_bench_cont
                         t = barrier ? -1 : 0.002 + m / 8500.0;
                     else if (im->kind == NC_IMPL_KERNEL)
                         t = red ? 0.003 + m / 7000.0 : -1;
+                    else if (im->kind == NC_IMPL_CMA)
+                        t = -1; /* needs two processes */
                     else
                         t = s == 0 ? 0.052 : -1;
                     if (t < 0)
@@ -156,6 +158,20 @@ static void fmt_ratio(char *buf, size_t len, double num, double den)
 static const struct { size_t lo, hi; } ranges[] = {
     {0, 256}, {257, 65536}, {65537, 524288}, {524289, (size_t)-1},
 };
+
+/* A column of the size-range summary: every numacoll configuration, and cma-copy (the
+ * single copy with nothing else) where it was measured. */
+static int summary_column(struct nc_bench_results *res, const struct nc_bench_context *ctx, int c,
+                          int i)
+{
+    if (ctx->all[i].kind == NC_IMPL_NUMACOLL)
+        return 1;
+    if (ctx->all[i].kind != NC_IMPL_CMA)
+        return 0;
+    struct nc_bench_result x;
+    nc_bench_aggregate(res, c, i, 0, &x);
+    return x.valid;
+}
 
 static void print_summary(FILE *out, struct nc_bench_results *res, const struct nc_bench_context *ctx,
                           int c, int lw)
@@ -195,7 +211,7 @@ static void print_summary(FILE *out, struct nc_bench_results *res, const struct 
             nc_bench_coll_name(o->coll[c]), st, st);
     fprintf(out, "#   %-20s", "sizes");
     for (int i = 0; i < ctx->nimpl_all; i++)
-        if (ctx->all[i].kind == NC_IMPL_NUMACOLL)
+        if (summary_column(res, ctx, c, i))
             fprintf(out, " %*s", lw, ctx->all[i].label);
     fprintf(out, "\n");
     for (size_t g = 0; g <= sizeof ranges / sizeof ranges[0]; g++) {
@@ -221,7 +237,7 @@ static void print_summary(FILE *out, struct nc_bench_results *res, const struct 
             snprintf(name, sizeof name, "%s - %s", a, b);
         fprintf(out, "#   %-20s", name);
         for (int i = 0; i < ctx->nimpl_all; i++) {
-            if (ctx->all[i].kind != NC_IMPL_NUMACOLL)
+            if (!summary_column(res, ctx, c, i))
                 continue;
             double lsum = 0;
             int n = 0;
@@ -256,7 +272,7 @@ static void print_summary(FILE *out, struct nc_bench_results *res, const struct 
         fprintf(out, "#   %-20s", lim == 2 ? "x kernel, >= 1 MiB" : lim ? "x memcpy, >= 1 MiB"
                                                                       : "x flag, <= 256 B");
         for (int i = 0; i < ctx->nimpl_all; i++) {
-            if (ctx->all[i].kind != NC_IMPL_NUMACOLL)
+            if (!summary_column(res, ctx, c, i))
                 continue;
             double lsum = 0;
             int n = 0;
@@ -352,7 +368,7 @@ void nc_bench_print_table(FILE *out, struct nc_bench_results *res, const struct 
                     continue;
                 char rn[32] = "-", rm[32] = "-", rf[32] = "-";
                 double v = stat_of(&x, o->stat);
-                if (im->kind == NC_IMPL_NUMACOLL && nr.valid)
+                if ((im->kind == NC_IMPL_NUMACOLL || im->kind == NC_IMPL_CMA) && nr.valid)
                     fmt_ratio(rn, sizeof rn, v, stat_of(&nr, o->stat));
                 if (im->kind != NC_IMPL_MEMCPY) {
                     if (mr.valid && sizes[s] > 0)
