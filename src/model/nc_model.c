@@ -317,7 +317,7 @@ size_t nc_xg_switch_point(const nc_xfer_model_t *x, int kind, int p, int k, int 
     const double m = ceil((x->cma_lat - x->shm_lat) / ds);
     if (m >= 0x1p62)
         return SIZE_MAX;
-    const size_t least = k >= p ? NC_XG_CMA_FLOOR : NC_XG_CMA_FLOOR_OVER;
+    const size_t least = p == 2 && k >= 2 ? NC_XG_CMA_FLOOR_PAIR : NC_XG_CMA_FLOOR;
     size_t floor = inline_max + 1 > least ? inline_max + 1 : least;
     return m > (double)floor ? (size_t)m : floor;
 }

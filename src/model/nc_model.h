@@ -160,14 +160,16 @@ size_t nc_cma_switch_point(const nc_xfer_model_t *x, int p, int k, int coop, siz
  *
  * (rooted: gather and scatter; with coop the root and its peers share each
  * block's copy, see coll/nc_gather.c.) The switch point is never below
- * NC_XG_CMA_FLOOR (a CPU per member, k >= p) or NC_XG_CMA_FLOOR_OVER (more
- * members than CPUs): under it the round trip of a CMA block costs more than
- * the copies it saves (measured, docs/transport.md, "Where the gather
- * family's floor lies").
+ * NC_XG_CMA_FLOOR_PAIR for two members with a CPU each, NC_XG_CMA_FLOOR
+ * otherwise: under it the round trip of a CMA block costs more than the
+ * copies it saves (measured, docs/transport.md, "Where the gather family's
+ * floor lies"; the pair's floor is measured at p = 2 only, and at larger p
+ * a rooted block of 64 KiB would be cut into shares too small to share,
+ * NC_CMA_SHARE_MIN, coll/nc_gather.c).
  */
 enum { NC_XG_ROOTED, NC_XG_ALLGATHER, NC_XG_ALLTOALL };
-#define NC_XG_CMA_FLOOR ((size_t)64 << 10)
-#define NC_XG_CMA_FLOOR_OVER ((size_t)128 << 10)
+#define NC_XG_CMA_FLOOR ((size_t)128 << 10)
+#define NC_XG_CMA_FLOOR_PAIR ((size_t)64 << 10)
 double nc_xg_time_shm(const nc_xfer_model_t *x, int kind, double m, int p, int k);
 double nc_xg_time_cma(const nc_xfer_model_t *x, int kind, double m, int p, int k, int coop);
 size_t nc_xg_switch_point(const nc_xfer_model_t *x, int kind, int p, int k, int coop,

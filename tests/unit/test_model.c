@@ -472,8 +472,36 @@ static void test_call_frag(void)
     }
 }
 
+/* The gather family's switch points with the built-in constants (segment
+ * 8.5 us + 130 ps/byte, CMA 3.5 us + 200 ps/byte): CMA wins from the floor
+ * on, which is 64 KiB for two members with a CPU each and 128 KiB otherwise;
+ * allgather never takes CMA from p = 3 (CMA's p (p-1) copies against the
+ * segment's p^2 at 200 against 130 ps). */
+static void test_xg_floor(void)
+{
+    const nc_xfer_model_t x = {.shm_lat = 8.5e-6, .shm_byte = 130e-12, .cma_lat = 3.5e-6,
+                               .cma_byte = 200e-12};
+    for (int kind = NC_XG_ROOTED; kind <= NC_XG_ALLTOALL; kind++) {
+        size_t got = nc_xg_switch_point(&x, kind, 2, 2, 1, 224);
+        CHECK(got == NC_XG_CMA_FLOOR_PAIR, "kind %d, p=2 on 2 CPUs: %zu", kind, got);
+        got = nc_xg_switch_point(&x, kind, 2, 8, 1, 224);
+        CHECK(got == NC_XG_CMA_FLOOR_PAIR, "kind %d, p=2 on 8 CPUs: %zu", kind, got);
+        got = nc_xg_switch_point(&x, kind, 2, 1, 1, 224);
+        CHECK(got == NC_XG_CMA_FLOOR || got == SIZE_MAX, "kind %d, p=2 on 1 CPU: %zu", kind, got);
+        got = nc_xg_switch_point(&x, kind, 3, 2, 1, 224);
+        CHECK(kind == NC_XG_ALLGATHER ? got == SIZE_MAX : got == NC_XG_CMA_FLOOR,
+              "kind %d, p=3 on 2 CPUs: %zu", kind, got);
+        got = nc_xg_switch_point(&x, kind, 4, 4, 1, 224);
+        CHECK(kind == NC_XG_ALLGATHER ? got == SIZE_MAX : got == NC_XG_CMA_FLOOR,
+              "kind %d, p=4 on 4 CPUs: %zu", kind, got);
+    }
+    /* an inline size above the floor lifts it */
+    CHECK(nc_xg_switch_point(&x, NC_XG_ROOTED, 2, 2, 1, 70000) == 70001, "inline 70000");
+}
+
 int main(void)
 {
+    test_xg_floor();
     test_call_frag();
     test_paper_numbers();
     test_regimes();

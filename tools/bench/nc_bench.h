@@ -4,7 +4,7 @@
  *   nc_bench_options.c  command line -> plan (MPI-free), --dry-run plan printer
  *   nc_bench_machine.c  last-level cache size, CPU model, cores, NUMA nodes (hwloc)
  *   nc_bench_measure.c  buffers, timing loops of the collectives, memcpy,
- *                       reduce-kernel and flag; the reductions' inputs and check
+ *                       reduce-kernel, cma-copy and flag; the reductions' inputs and check
  *   nc_bench_report.c   runs -> one result per (implementation, size); table, summary,
  *                       CSV; --fake-timings; plot script launch
  *   nc_bench_main.c     main(): parse, MPI_Init, communicators, runs, report
@@ -163,7 +163,8 @@ struct nc_bench_result {
 
 struct nc_bench_results {
     int runs, nimpl_all, ncoll;
-    /* [run][coll][impl][size]; impl indexes opts->impl then memcpy, reduce-kernel, flag */
+    /* [run][coll][impl][size]; impl indexes opts->impl then memcpy, reduce-kernel,
+     * cma-copy, flag */
     struct nc_bench_result *r;
     int nsizes;
 };
@@ -175,7 +176,7 @@ struct nc_bench_context {
     char mpi[160];          /* MPI library and version */
     char cache_policy[160]; /* off-cache pool or cache-resident */
     char notes[256];        /* timer, binding: one more header line when not empty */
-    int nimpl_all;          /* opts impls + memcpy (+ reduce-kernel) + flag */
+    int nimpl_all;          /* opts impls + memcpy (+ reduce-kernel) (+ cma-copy) + flag */
     struct nc_bench_impl all[NC_BENCH_MAX_IMPLS + NC_BENCH_MAX_LIMITS];
     char setup[NC_BENCH_MAX_IMPLS + NC_BENCH_MAX_LIMITS][200]; /* numacoll team, per impl */
     /* the team's measured hand-off (ns; -1: hwloc's caches) and the threshold

@@ -435,7 +435,8 @@ static int flag_setup(struct nc_bench_mpi *b, char *err, size_t errlen)
 }
 
 /* cma-copy: every rank's pid and pool; each rank reads a line of its neighbour's pool
- * (as numacoll's own probe does, a real transfer). 0 when every rank could. */
+ * (as numacoll's own probe does, a real transfer). 0 when every rank could (or p = 1:
+ * no row), -1 when some rank had no memory, else the largest errno of a failed read. */
 static int cma_setup(struct nc_bench_mpi *b)
 {
     const int p = b->p;
@@ -459,10 +460,11 @@ static int cma_setup(struct nc_bench_mpi *b)
     const int k = (b->rank + 1) % p;
     unsigned char line[64];
     struct iovec l = {line, sizeof line}, r = {(void *)(uintptr_t)b->pools[k], sizeof line};
-    ok = process_vm_readv(b->pids[k], &l, 1, &r, 1, 0) == (ssize_t)sizeof line;
-    PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    b->cma_ok = ok;
-    return ok ? 0 : -1;
+    const ssize_t got = process_vm_readv(b->pids[k], &l, 1, &r, 1, 0);
+    int err = got == (ssize_t)sizeof line ? 0 : got < 0 ? errno : EFAULT;
+    PMPI_Allreduce(MPI_IN_PLACE, &err, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    b->cma_ok = !err;
+    return err;
 }
 
 int nc_bench_mpi_setup(struct nc_bench_mpi *b, const struct nc_bench_opts *o, size_t pool_min,
@@ -513,10 +515,12 @@ int nc_bench_mpi_setup(struct nc_bench_mpi *b, const struct nc_bench_opts *o, si
     int copies = 0;
     for (int c = 0; c < o->ncoll; c++)
         copies |= nc_bench_coll_has_copy_limit(o->coll[c]);
-    if (o->limits && copies && cma_setup(b) && b->rank == 0)
-        fprintf(stderr, "numacoll-bench: cma-copy: process_vm_readv between the ranks failed "
-                        "(/proc/sys/kernel/yama/ptrace_scope, seccomp, containers: "
-                        "docs/transport.md): the row is not measured\n");
+    int cerr = o->limits && copies ? cma_setup(b) : 0;
+    if (cerr && b->rank == 0)
+        fprintf(stderr, "numacoll-bench: cma-copy: %s%s: the row is not measured\n",
+                cerr < 0 ? "out of memory" : "process_vm_readv between the ranks failed: ",
+                cerr < 0 ? ""
+                         : strerror(cerr)); /* ptrace_scope, seccomp, containers: docs/transport.md */
     err[0] = '\0';
     return 0;
 }

@@ -121,16 +121,18 @@ void nc_bench_fake_fill(struct nc_bench_results *res, const struct nc_bench_cont
                     else if (im->kind == NC_IMPL_KERNEL)
                         t = red ? 0.003 + m / 7000.0 : -1;
                     else if (im->kind == NC_IMPL_CMA)
-                        t = -1; /* needs two processes */
+                        t = p > 1 && nc_bench_coll_has_copy_limit(o->coll[c]) ? 1.7 + m / 7000.0
+                                                                             : -1;
                     else
                         t = s == 0 ? 0.052 : -1;
                     if (t < 0)
                         continue;
                     t *= 1 + 0.02 * ((r * 7 + i * 3 + s) % 5 - 2);
                     struct nc_bench_result *x = nc_bench_result_at(res, r, c, i, s);
-                    x->t_min = im->kind >= NC_IMPL_MEMCPY ? t : 0.9 * t;
+                    const int one = im->kind >= NC_IMPL_MEMCPY && im->kind != NC_IMPL_CMA;
+                    x->t_min = one ? t : 0.9 * t;
                     x->t_avg = t;
-                    x->t_max = im->kind >= NC_IMPL_MEMCPY ? t : 1.1 * t;
+                    x->t_max = one ? t : 1.1 * t;
                     x->iters = im->kind == NC_IMPL_FLAG ? o->iter_max : nc_bench_iter_cap(o, sizes[s]);
                     x->valid = 1;
                 }
