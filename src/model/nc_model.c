@@ -268,6 +268,9 @@ size_t nc_cma_switch_point(const nc_xfer_model_t *x, int p, int k, int coop, siz
     size_t m = nc_xfer_switch(x, p, k, coop, inline_max);
     if (coop && m != SIZE_MAX && m < NC_CMA_SHARE_MIN * (size_t)p)
         m = NC_CMA_SHARE_MIN * (size_t)p;
+    if (p >= 2 && k >= 1 && k < p && m > NC_CMA_OVERSUB_MAX &&
+        NC_CMA_OVERSUB_MAX > inline_max && NC_CMA_OVERSUB_MAX >= NC_CMA_SHARE_MIN * (size_t)p)
+        m = NC_CMA_OVERSUB_MAX;
     return m;
 }
 

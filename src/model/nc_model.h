@@ -142,9 +142,18 @@ size_t nc_xfer_switch(const nc_xfer_model_t *x, int p, int k, int coop, size_t f
  * least this; below, the call is a single copy (coll/nc_bcast.c). */
 #define NC_CMA_SHARE_MIN ((size_t)16 << 10)
 
+/* With more members than CPUs (k < p) a broadcast goes by CMA from this
+ * size at the latest, whatever the per-byte line says: the segment's
+ * pipeline is paced by its slowest member, and a descheduled member holds up
+ * every fragment of its turn, while CMA's readers copy at their own pace
+ * after one hand-off (measured at p = 4 on 2 CPUs, docs/transport.md,
+ * "Broadcasts with more members than CPUs"). */
+#define NC_CMA_OVERSUB_MAX ((size_t)1 << 20)
+
 /* The broadcast's switch point for a team of p on k CPUs with messages
  * above inline_max going through the queue: with coop, the cooperative
- * line's switch point but not below NC_CMA_SHARE_MIN * p; SIZE_MAX: never. */
+ * line's switch point but not below NC_CMA_SHARE_MIN * p; with k < p at
+ * most NC_CMA_OVERSUB_MAX (if that is above both); SIZE_MAX: never. */
 size_t nc_cma_switch_point(const nc_xfer_model_t *x, int p, int k, int coop, size_t inline_max);
 
 /*

@@ -499,8 +499,30 @@ static void test_xg_floor(void)
     CHECK(nc_xg_switch_point(&x, NC_XG_ROOTED, 2, 2, 1, 70000) == 70001, "inline 70000");
 }
 
+/* The broadcast's switch point with the built-in constants: 32 KiB at p = 2
+ * on 2 CPUs (the cooperative line, above the 16 KiB x p share floor); with
+ * more members than CPUs the per-byte line never crosses, and the cap takes
+ * CMA from 1 MiB. */
+static void test_bcast_switch(void)
+{
+    const nc_xfer_model_t x = {.shm_lat = 8.5e-6, .shm_byte = 130e-12, .cma_lat = 3.5e-6,
+                               .cma_byte = 200e-12};
+    size_t got = nc_cma_switch_point(&x, 2, 2, 1, 256);
+    CHECK(got == 32768, "p=2 on 2 CPUs: %zu", got);
+    for (int p = 3; p <= 8; p++) {
+        got = nc_cma_switch_point(&x, p, 2, 1, 256);
+        CHECK(got == NC_CMA_OVERSUB_MAX, "p=%d on 2 CPUs: %zu", p, got);
+        got = nc_cma_switch_point(&x, p, p, 1, 256);
+        CHECK(got != NC_CMA_OVERSUB_MAX || p * NC_CMA_SHARE_MIN == NC_CMA_OVERSUB_MAX,
+              "p=%d on %d CPUs: the cap applies only with more members than CPUs", p, p);
+    }
+    /* a queue-inline size above the cap leaves the model's answer */
+    CHECK(nc_cma_switch_point(&x, 4, 2, 1, (size_t)2 << 20) == SIZE_MAX, "inline above the cap");
+}
+
 int main(void)
 {
+    test_bcast_switch();
     test_xg_floor();
     test_call_frag();
     test_paper_numbers();
