@@ -39,8 +39,8 @@
  *      transport, or for both), so a tune file never makes a size slower;
  *   5e. the gather family: MPI_Gather, MPI_Allgather and MPI_Alltoall through
  *      the segment, by CMA and as the library chooses: the measured crossovers
- *      next to the model's; the largest becomes NUMACOLL_GATHER_CMA_MIN unless
- *      slower than the library's choice somewhere;
+ *      next to the model's; the largest becomes NUMACOLL_GATHER_CMA_MIN when
+ *      it is faster than the library's choice somewhere and slower nowhere;
  *   5f. the reductions' transports: MPI_Reduce and MPI_Allreduce through the
  *      slots and by CMA (with 5b's choice), next to the built-in rule: the
  *      measured crossovers become NUMACOLL_REDUCE_CMA_MIN and
@@ -647,10 +647,13 @@ static double time_mpi_xg(MPI_Comm c, int k, char *pool, size_t poolbytes, size_
  * from which CMA is faster at every larger size measured) next to the cost
  * model's switch point with the constants of 5c (nc_xg_switch_point). The
  * largest of the three crossovers (CMA where every kind gains) is
- * NUMACOLL_GATHER_CMA_MIN, written unless the transport it picks is slower
- * than the library's own choice (the built-in model) at some size by more
- * than NC_TUNE_KEEP_PCT and 0.1 us after two more timings there. Returns the
- * value to write, 0 for nothing. */
+ * NUMACOLL_GATHER_CMA_MIN, written only when the transport it picks is
+ * faster than the library's own choice (the built-in model and rules) at
+ * some size where the two differ, and slower at none, by more than
+ * NC_TUNE_KEEP_PCT and 0.1 us after two more timings there: a value that
+ * only ties would override rules that follow the team's placement (the
+ * cache probe, the streamed pair) for no measured gain. Returns the value to
+ * write, 0 for nothing. */
 static size_t tune_xg_transport(const opts_t *o, const xfer_choice_t *xc, char *pool,
                                 size_t poolbytes)
 {
@@ -730,7 +733,7 @@ static size_t tune_xg_transport(const opts_t *o, const xfer_choice_t *xc, char *
             name[k], m1, m2, xc->measured ? "of 5c" : "built in", m3);
     }
     /* against the library's choice, where the two take different transports */
-    int slower = 0;
+    int slower = 0, gains = 0;
     for (int k = 0; k < 3; k++)
         for (int i = 0; i < nx; i++) {
             const size_t m = (size_t)xm[i];
@@ -738,7 +741,9 @@ static size_t tune_xg_transport(const opts_t *o, const xfer_choice_t *xc, char *
             if (by_cma == (m >= lib_min[k]))
                 continue;
             double tx = by_cma ? tc[k][i] : ts[k][i], tr = tlib[k][i];
-            for (int j = 0; j < 2 && tx > tr * (1 + NC_TUNE_KEEP_PCT / 100) + 1e-7; j++) {
+            const int was_faster = tx < tr * (1 - NC_TUNE_KEEP_PCT / 100) - 1e-7;
+            for (int j = 0; j < 2 && (was_faster || tx > tr * (1 + NC_TUNE_KEEP_PCT / 100) + 1e-7);
+                 j++) {
                 tx = fmin(tx, time_mpi_xg(by_cma ? cc : cs, k, pool, poolbytes, m, o));
                 tr = fmin(tr, time_mpi_xg(cl, k, pool, poolbytes, m, o));
             }
@@ -746,6 +751,8 @@ static size_t tune_xg_transport(const opts_t *o, const xfer_choice_t *xc, char *
                 say("   %s at %zu: %s (%.1f us) is slower than the library's choice (%.1f us)\n",
                     name[k], m, by_cma ? "CMA" : "the segment", tx * 1e6, tr * 1e6);
                 slower = 1;
+            } else if (tx < tr * (1 - NC_TUNE_KEEP_PCT / 100) - 1e-7) {
+                gains = 1;
             }
         }
     MPI_Comm_free(&cs);
@@ -756,6 +763,11 @@ static size_t tune_xg_transport(const opts_t *o, const xfer_choice_t *xc, char *
     if (slower) {
         say("   -> CMA from %s for the family is slower than the library's choice at some "
             "size: nothing written\n\n", c);
+        return 0;
+    }
+    if (!gains) {
+        say("   -> CMA from %s for the family is nowhere faster than the library's choice by "
+            "more than %.0f %%: nothing written\n\n", c, NC_TUNE_KEEP_PCT);
         return 0;
     }
     const size_t w = choice == SIZE_MAX ? (size_t)1 << 50 : choice;
@@ -817,8 +829,10 @@ typedef struct red_choice {
  * (the largest size up to which the first wins at every measured size), the
  * slot size (kept at the default unless another is NC_TUNE_KEEP_PCT faster
  * over the large sizes), then the pair against the built-in defaults at every
- * size: where it is more than NC_TUNE_KEEP_PCT slower anywhere, the defaults
- * are written instead. Tuning never makes a size slower. */
+ * size, for MPI_Allreduce and MPI_Reduce (root 0; both take the tunables, and
+ * a reduce can lose where an allreduce gains: the root alone reads a small
+ * call's slots): where it is more than NC_TUNE_KEEP_PCT slower anywhere, the
+ * defaults are written instead. Tuning never makes a size slower. */
 static red_choice_t tune_reductions(const opts_t *o)
 {
     char dsm[32], dfr[32];
@@ -903,13 +917,13 @@ static red_choice_t tune_reductions(const opts_t *o)
 
     /* against the defaults, size by size */
     if (ch.small_max != def_small || ch.frag != def_frag) {
-        static const size_t vs_full[] = {8,     1024,   4096,    8192,    16384,
+        static const size_t vs_full[] = {8,     1024,  2048,   4096,    8192,   16384,
                                          32768, 65536, 262144, 1 << 20, 4 << 20};
-        static const size_t vs_quick[] = {8, 4096, 16384, 262144, 1 << 20};
+        static const size_t vs_quick[] = {8, 2048, 4096, 16384, 262144, 1 << 20};
         const size_t *vs = o->quick ? vs_quick : vs_full;
-        const int nvs = o->quick ? 5 : 10;
+        const int nvs = o->quick ? 6 : 11;
         MPI_Comm cc = reduce_comm(ch.small_max, ch.frag), cd = reduce_comm(def_small, def_frag);
-        say("   %8s %12s %12s\n", "m", "choice", "defaults");
+        say("   %10s %8s %12s %12s\n", "call", "m", "choice", "defaults");
         const size_t slo = ch.small_max < def_small ? ch.small_max : def_small;
         const size_t shi = ch.small_max < def_small ? def_small : ch.small_max;
         for (int k = 0; k < nvs; k++) {
@@ -917,12 +931,14 @@ static red_choice_t tune_reductions(const opts_t *o)
             const int differ = (vs[k] > slo && vs[k] <= shi) || (vs[k] > slo && ch.frag != def_frag);
             if (!differ)
                 continue;
-            double tc = time_mpi_allreduce(cc, in, out, vs[k], o);
-            double td = time_mpi_allreduce(cd, in, out, vs[k], o);
-            const int slower = tc > td * (1 + NC_TUNE_KEEP_PCT / 100);
-            say("   %8zu %9.2f us %9.2f us%s\n", vs[k], tc * 1e6, td * 1e6,
-                slower ? "  <- the choice is slower" : "");
-            ch.defaults_kept |= slower;
+            for (int root = -1; root <= 0; root++) {
+                double tc = time_mpi_red(cc, in, out, vs[k], root, o);
+                double td = time_mpi_red(cd, in, out, vs[k], root, o);
+                const int slower = tc > td * (1 + NC_TUNE_KEEP_PCT / 100);
+                say("   %10s %8zu %9.2f us %9.2f us%s\n", root < 0 ? "allreduce" : "reduce",
+                    vs[k], tc * 1e6, td * 1e6, slower ? "  <- the choice is slower" : "");
+                ch.defaults_kept |= slower;
+            }
         }
         MPI_Comm_free(&cc);
         MPI_Comm_free(&cd);
