@@ -491,17 +491,6 @@ void nc_team_cost_model(const nc_config_t *cfg, nc_xfer_model_t *x)
     x->cma_byte = (double)NC_CFG_NUM(cfg, COST_CMA_PS) * 1e-12;
 }
 
-/* Two members on one NUMA node that share no cache (agreed: hwloc's view or
- * the probe's, step 5): for the allgather and the alltoall the segment,
- * streamed past the caches (t->shm_nt), beats CMA off-cache by 15-35 % and
- * loses 5-20 % to it with cache-resident buffers (measured:
- * docs/transport.md, "Without a shared cache at p = 2"), while the cost
- * model's constants describe cached copies. So their automatic switch points
- * are "never" there; a switch point set by hand or by numacoll-tune still
- * counts. Not for the broadcast, gather and scatter: there CMA was 30-45 %
- * faster with cache-resident buffers. Larger teams are not measured without
- * a shared cache and keep the model (nc_team_streamed_pair(), core/nc_team.h). */
-
 /* The size from which broadcasts use CMA: NUMACOLL_CMA_MIN, or the cost
  * model's switch point (model/nc_model.h) for this team's p and CPUs. */
 static size_t cma_switch(const numacoll_team_t *t)
@@ -518,7 +507,15 @@ static size_t cma_switch(const numacoll_team_t *t)
 
 /* The same for the gather family, per NC_XG_* kind: NUMACOLL_GATHER_CMA_MIN
  * or the cost model's switch point for this kind of exchange, or never
- * (allgather, alltoall: nc_team_streamed_pair()). */
+ * (allgather, alltoall: nc_team_streamed_pair(), core/nc_team.h: two members
+ * on one NUMA node that share no cache, agreed at step 5; there the
+ * segment, streamed past the caches (t->shm_nt), beats CMA off-cache by
+ * 15-35 % and loses 5-20 % to it with cache-resident buffers, measured in
+ * docs/transport.md, "Without a shared cache at p = 2", while the cost
+ * model's constants describe cached copies; a switch point set by hand or by
+ * numacoll-tune still counts. Not for gather and scatter: there CMA was
+ * 30-45 % faster with cache-resident buffers. Larger teams are not measured
+ * without a shared cache and keep the model). */
 static size_t xg_cma_switch(const numacoll_team_t *t, int kind)
 {
     if (NC_CFG_NUM(&t->cfg, TRANSPORT) == NC_TRANSPORT_CMA)

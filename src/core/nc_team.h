@@ -95,12 +95,6 @@ struct numacoll_team {
     uint64_t parked;       /* when it entered the cache (its age there) */
 };
 
-/* Reductions' automatic switch to CMA (NUMACOLL_REDUCE_CMA_MIN=0): reduce
- * calls from this size when the team's p members share no cache
- * (core/nc_team.c). At p = 2 never: whole rounds through the slots
- * (coll/nc_reduce.c red_chunk()) are faster there with buffers out of the
- * caches (docs/reduce.md); larger teams are not measured without a shared
- * cache and keep 128 KiB. */
 /* Two members on one NUMA node that share no cache (agreed at creation:
  * hwloc's view or the probe's): the reduce takes quarter rounds
  * (coll/nc_reduce.c red_chunk()), allgather and alltoall stream through the
@@ -111,6 +105,12 @@ static inline int nc_team_streamed_pair(const struct numacoll_team *t)
     return t->p == 2 && t->cache_shared == 0 && t->nleaders == 1;
 }
 
+/* Reductions' automatic switch to CMA (NUMACOLL_REDUCE_CMA_MIN=0): reduce
+ * calls from this size when the team's p members share no cache
+ * (core/nc_team.c). At p = 2 never: whole rounds through the slots
+ * (coll/nc_reduce.c red_chunk()) are faster there with buffers out of the
+ * caches (docs/reduce.md); larger teams are not measured without a shared
+ * cache and keep 128 KiB. */
 static inline size_t nc_reduce_cma_auto(int p)
 {
     return p == 2 ? SIZE_MAX : (size_t)128 << 10;

@@ -127,6 +127,8 @@ size_t nc_bench_slot_bytes(enum nc_bench_coll c, size_t bytes, int p);
 int nc_bench_coll_is_exchange(enum nc_bench_coll c);
 /* bcast and the gather family get the cma-copy reference row (NC_IMPL_CMA) */
 int nc_bench_coll_has_copy_limit(enum nc_bench_coll c);
+/* some collective of the run gets it */
+int nc_bench_has_copy_limit(const struct nc_bench_opts *o);
 size_t nc_bench_recv_offset(size_t bytes);
 /* Iterations allowed by --iter R,V for a message of `bytes` (before the time cap). */
 long nc_bench_iter_cap(const struct nc_bench_opts *o, size_t bytes);

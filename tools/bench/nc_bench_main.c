@@ -94,10 +94,7 @@ static void build_impls(struct nc_bench_context *ctx)
             k->kind = NC_IMPL_KERNEL;
             snprintf(k->label, sizeof k->label, "reduce-kernel");
         }
-        int copies = 0;
-        for (int c = 0; c < o->ncoll; c++)
-            copies |= nc_bench_coll_has_copy_limit(o->coll[c]);
-        if (copies) {
+        if (nc_bench_has_copy_limit(o)) {
             struct nc_bench_impl *x = &ctx->all[ctx->nimpl_all++];
             memset(x, 0, sizeof *x);
             x->kind = NC_IMPL_CMA;

@@ -512,10 +512,7 @@ int nc_bench_mpi_setup(struct nc_bench_mpi *b, const struct nc_bench_opts *o, si
     }
     if (o->limits && flag_setup(b, err, errlen) && b->rank == 0)
         fprintf(stderr, "numacoll-bench: %s\n", err);
-    int copies = 0;
-    for (int c = 0; c < o->ncoll; c++)
-        copies |= nc_bench_coll_has_copy_limit(o->coll[c]);
-    int cerr = o->limits && copies ? cma_setup(b) : 0;
+    int cerr = o->limits && nc_bench_has_copy_limit(o) ? cma_setup(b) : 0;
     if (cerr && b->rank == 0)
         fprintf(stderr, "numacoll-bench: cma-copy: %s%s: the row is not measured\n",
                 cerr < 0 ? "out of memory" : "process_vm_readv between the ranks failed: ",

@@ -137,6 +137,14 @@ int nc_bench_coll_has_copy_limit(enum nc_bench_coll c)
     return c == NC_BENCH_BCAST || nc_bench_coll_is_exchange(c);
 }
 
+int nc_bench_has_copy_limit(const struct nc_bench_opts *o)
+{
+    for (int c = 0; c < o->ncoll; c++)
+        if (nc_bench_coll_has_copy_limit(o->coll[c]))
+            return 1;
+    return 0;
+}
+
 int nc_bench_coll_is_reduction(enum nc_bench_coll c)
 {
     return c == NC_BENCH_REDUCE || c == NC_BENCH_ALLREDUCE;
@@ -998,10 +1006,7 @@ void nc_bench_print_plan(FILE *out, const struct nc_bench_opts *o, int p, size_t
         if (nc_bench_has_reduction(o))
             fprintf(out, "    %-*s  one core's numacoll_reduce_local (inout op= in), same cache "
                     "policy\n", lw, "reduce-kernel");
-        int copies = 0;
-        for (int c = 0; c < o->ncoll; c++)
-            copies |= nc_bench_coll_has_copy_limit(o->coll[c]);
-        if (copies)
+        if (nc_bench_has_copy_limit(o))
             fprintf(out, "    %-*s  %s: each rank's blocks by process_vm_readv from their senders, "
                     "all ranks at once, nothing else (p > 1)\n", lw, "cma-copy",
                     "bcast and the gather family");
