@@ -8,13 +8,14 @@ CSV columns: collective,impl,p,bytes,iterations,t_min_us,t_avg_us,t_max_us
 (collective bcast, barrier, reduce, allreduce or one of the gather family; impl
 "memcpy": one core's memcpy of the same bytes; "reduce-kernel" (reductions): one core's
 numacoll_reduce_local on the same bytes; "cma-copy" (bcast, the gather family): every
-rank's blocks by process_vm_readv, all ranks at once, nothing else; "flag": one-way
-cache-line latency between ranks 0 and 1). Panels, per collective found in the CSV:
+rank's blocks by process_vm_readv, all ranks at once, nothing else; "flag-sync" (every
+sized collective): the collective's waits alone, a word per rank, timed like it;
+"flag": one-way cache-line latency between ranks 0 and 1). Panels, per collective found in the CSV:
 
   bcast, reduce, allreduce, the gather family
            latency vs size (log-log) per implementation, memcpy, reduce-kernel,
-           cma-copy and flag drawn as the limits; ratio to native vs size (cma-copy's
-           too); multiple of memcpy vs
+           cma-copy, flag-sync and flag drawn as the limits; ratio to native vs size
+           (cma-copy's and flag-sync's too); multiple of memcpy vs
            size (with the reduce-kernel's own); with a sweep (impls numacoll:KEY=V
            for one KEY): time normalised to the first value vs size (the paper's
            figures 7 and 10), and for a numeric KEY time vs the value at a few sizes
@@ -58,8 +59,12 @@ def need_matplotlib():
 HEADER = ["collective", "impl", "p", "bytes", "iterations", "t_min_us", "t_avg_us", "t_max_us"]
 ZERO_X = 0.5  # where size 0 sits on a log axis
 # the in-run references, not implementations ("cma-copy": bcast and the gather family, each
-# rank's blocks by process_vm_readv, all ranks at once, nothing else)
-LIMITS = ("memcpy", "reduce-kernel", "cma-copy", "flag")
+# rank's blocks by process_vm_readv, all ranks at once, nothing else; "flag-sync": the
+# collective's waits alone, one cache line per rank)
+LIMITS = ("memcpy", "reduce-kernel", "cma-copy", "flag-sync", "flag")
+# the references timed like a collective, drawn as dashed lines in the latency and ratio panels
+TIMED_LIMITS = (("cma-copy", "--", "cma-copy (single copy, nothing else)"),
+                ("flag-sync", "-.", "flag-sync (the waits, nothing else)"))
 SIZED = ("bcast", "reduce", "allreduce", "gather", "gatherv", "scatter", "scatterv", "allgather",
          "allgatherv", "alltoall", "alltoallv")  # collectives measured over message sizes
 
@@ -130,7 +135,6 @@ def sized_panels(coll, impls, stat, ref="native"):
     flag = impls.get("flag", {}).get(0)
     memcpy = impls.get("memcpy")
     kernel = impls.get("reduce-kernel")
-    cma = impls.get("cma-copy")
     native = impls.get(ref)
     real = [k for k in impls if k not in LIMITS]
 
@@ -145,10 +149,12 @@ def sized_panels(coll, impls, stat, ref="native"):
         if kernel:
             sz = sorted(b for b in kernel if b > 0)
             ax.plot(sz, [kernel[s] for s in sz], "k-.", lw=1, label="reduce-kernel (one core)")
-        if cma:
-            sz = sorted(cma)
-            ax.plot(xs(sz), [max(cma[s], 1e-3) for s in sz], color="gray", ls="--", lw=1,
-                    label="cma-copy (single copy, nothing else)")
+        for name, ls, label in TIMED_LIMITS:
+            d = impls.get(name)
+            if d:
+                sz = sorted(d)
+                ax.plot(xs(sz), [max(d[s], 1e-3) for s in sz], color="gray", ls=ls, lw=1,
+                        label=label)
         if flag:
             ax.axhline(flag, color="gray", ls=":", lw=1, label="flag %.3f us" % flag)
         style(ax)
@@ -165,10 +171,12 @@ def sized_panels(coll, impls, stat, ref="native"):
                 d = impls[name]
                 sz = [s for s in sorted(d) if s in native and native[s] > 0]
                 ax.plot(xs(sz), [d[s] / native[s] for s in sz], marker="o", ms=3, label=name)
-            if cma:
-                sz = [s for s in sorted(cma) if s in native and native[s] > 0]
-                ax.plot(xs(sz), [cma[s] / native[s] for s in sz], color="gray", ls="--", lw=1,
-                        label="cma-copy (single copy, nothing else)")
+            for lname, ls, label in TIMED_LIMITS:
+                d = impls.get(lname, {})
+                sz = [s for s in sorted(d) if s in native and native[s] > 0]
+                if sz:
+                    ax.plot(xs(sz), [d[s] / native[s] for s in sz], color="gray", ls=ls, lw=1,
+                            label=label)
             ax.axhline(1, color="k", lw=1)
             ax.axhline(0.5, color="gray", ls=":", lw=1)
             style(ax)  # log: one descheduled size must not flatten the rest

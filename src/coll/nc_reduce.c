@@ -235,8 +235,9 @@ typedef struct red_state {
     size_t F, stride, small_max;
     uint32_t outs_low;  /* lowest out of the others, as last read (step 1) or known from
                            their seqs (all_posted()) */
-    uint64_t rounds;    /* rounds since the team was created, the same on every member */
-    unsigned slot;      /* the current round's slot: rounds % S */
+    unsigned slot;      /* the current round's slot: the rounds since the team was
+                           created, modulo S (the same on every member) */
+    unsigned next;      /* the next round's (next_slot()) */
     uint32_t done_pub, part_pub, fwd_pub; /* the last done / part / fwd stored (stale-flag
                                              refresh) */
     int fout;           /* 5f: my domain gets the allreduce's results forwarded; -1: not
@@ -277,7 +278,7 @@ nc_shm_need_t nc_reduce_shm_need(int p, const nc_config_t *cfg, size_t page)
 }
 
 /* Member k's slot of the current round (st->slot: the round's index modulo
- * S, counted in 64 bits so that it never jumps when the 32-bit round number
+ * S, counted on its own so that it never jumps when the 32-bit round number
  * wraps, whatever S). */
 static inline red_slot_t *slot_of(const red_state_t *st, int k)
 {
@@ -286,6 +287,13 @@ static inline red_slot_t *slot_of(const red_state_t *st, int k)
 static inline char *data_of(red_slot_t *sl)
 {
     return (char *)sl + RED_HDR;
+}
+
+/* A new round: its slot (a counter, no division on the small path). */
+static inline void next_slot(red_state_t *st)
+{
+    st->slot = st->next;
+    st->next = st->next + 1u == (unsigned)st->S ? 0 : st->next + 1u;
 }
 
 void nc_reduce_fini(struct numacoll_team *t)
@@ -793,7 +801,7 @@ static int red_cma(numacoll_team_t *t, red_state_t *st, const char *in, char *ou
     const size_t es = op->es, bytes = count * es;
     int rc = 0, rc2;
     const uint32_t r = t->reduce_round++;
-    st->slot = (unsigned)(st->rounds++ % (uint64_t)st->S);
+    next_slot(st);
     red_slot_t *mine = slot_of(st, me);
     if ((rc2 = wait_slot_free(t, st, r))) /* X1 (step 1) */
         return nc_team_fail(t, rc2);
@@ -879,7 +887,7 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
         refresh_flags(t, st);
         return rc;
     }
-    const size_t chunk = red_chunk(t, st, bytes, es, root);
+    const size_t chunk = small ? bytes : red_chunk(t, st, bytes, es, root);
     /* A reduce between two members over 4 rounds or more: the root combines
      * whole rounds (4w), reading each byte of the other's contribution once,
      * with no slices to hand back; below that the rounds do not overlap
@@ -891,9 +899,9 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
     int first = 1;
     do {
         const uint32_t r = t->reduce_round++;
-        st->slot = (unsigned)(st->rounds++ % (uint64_t)st->S);
+        next_slot(st);
         const size_t len = small ? bytes : (bytes - off < chunk ? bytes - off : chunk);
-        const size_t m = len / es;
+        const size_t m = small ? count : len / es;
         size_t lo = 0, hi = 0;
         if (!small)
             slice_of(m, es, p, me, &lo, &hi);
@@ -1080,13 +1088,14 @@ static int reduce_any(numacoll_team_t *t, const void *sendbuf, void *recvbuf, si
     const char *in = sendbuf == NULL || sendbuf == NUMACOLL_IN_PLACE ? recvbuf : sendbuf;
     if (count && (!in || (reader && !recvbuf)))
         return NUMACOLL_ERR_INVAL;
-    if (count > SIZE_MAX / op->es)
+    size_t bytes;
+    if (__builtin_mul_overflow(count, op->es, &bytes))
         return NUMACOLL_ERR_INVAL;
     if (t->broken)
         return NUMACOLL_ERR_BROKEN;
     if (t->p == 1) {
         if (count && in != recvbuf)
-            memmove(recvbuf, in, count * op->es);
+            memmove(recvbuf, in, bytes);
         return 0;
     }
     /* Broadcasts this member deferred first (see numacoll_barrier()). */

@@ -209,6 +209,7 @@ typedef struct qual {
                                   packed */
     int commute;               /* user op: MPI_Op_create's commute (the order may change) */
     int named;                 /* a predefined datatype: its buffer is its elements */
+    int tsize;                 /* MPI_Type_size of the call's datatype (NUMACOLL_STATS) */
     MPI_Op mop;
 } qual_t;
 
@@ -268,6 +269,7 @@ static int qualify(const nc_mpi_comm_t *c, int count, MPI_Datatype dt, MPI_Op op
         }
     memset(q, 0, sizeof *q);
     PMPI_Type_size(dt, &size);
+    q->tsize = size;
     q->mop = op;
     int o = op_of(op);
     if (o >= 0) {
@@ -389,20 +391,19 @@ static int reduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
     const char *name = all ? "MPI_Allreduce" : "MPI_Reduce";
     nc_mpi_comm_t *c = nc_mpi_comm_get(comm, coll);
     qual_t q;
-    int tsize = 0;
-    if (count > 0 && dt != MPI_DATATYPE_NULL)
-        PMPI_Type_size(dt, &tsize);
-    const size_t ubytes = (size_t)(count > 0 ? count : 0) * (size_t)tsize;
     if (c && !all && (root < 0 || root >= c->size)) {
         PMPI_Comm_call_errhandler(comm, MPI_ERR_ROOT);
         return MPI_ERR_ROOT;
     }
     if (!c || !qualify(c, count, dt, op, &q)) {
-        nc_mpi_count(coll, 0, ubytes);
+        int tsize = 0;
+        if (count > 0 && dt != MPI_DATATYPE_NULL)
+            PMPI_Type_size(dt, &tsize);
+        nc_mpi_count(coll, 0, (size_t)(count > 0 ? count : 0) * (size_t)tsize);
         return all ? PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm)
                    : PMPI_Reduce(sendbuf, recvbuf, count, dt, op, root, comm);
     }
-    nc_mpi_count(coll, 1, ubytes);
+    nc_mpi_count(coll, 1, (size_t)count * (size_t)q.tsize); /* count >= 0: qualify() */
     const size_t bytes = q.n * q.es;
     const int me = c->rank, reader = all || me == root;
     const int in_place = sendbuf == MPI_IN_PLACE;

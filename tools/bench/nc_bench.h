@@ -29,7 +29,7 @@
 #define NC_BENCH_LABEL 256
 #define NC_BENCH_CANARY 64      /* guard bytes after every message, checked after timing */
 #define NC_BENCH_MIN_ITER 5     /* time cap never goes below min(this, --iter R) */
-#define NC_BENCH_MAX_LIMITS 4   /* memcpy, reduce-kernel, cma-copy, flag */
+#define NC_BENCH_MAX_LIMITS 5   /* memcpy, reduce-kernel, cma-copy, flag-sync, flag */
 
 enum nc_bench_coll {
     NC_BENCH_BCAST = 0, NC_BENCH_BARRIER, NC_BENCH_REDUCE, NC_BENCH_ALLREDUCE,
@@ -47,6 +47,8 @@ enum nc_bench_kind {
     NC_IMPL_CMA,      /* bcast, the gather family: every rank moves the bytes the collective
                        * gives it, each block by one process_vm_readv from its sender's
                        * buffer (its own block by memcpy), all ranks at once, no protocol */
+    NC_IMPL_SYNC,     /* every collective but the barrier: its waits alone, a word per rank,
+                       * timed like the collective (flag_sync()) */
     NC_IMPL_FLAG      /* one-way latency of a cache-line flag between ranks 0 and 1 */
 };
 
@@ -129,6 +131,9 @@ int nc_bench_coll_is_exchange(enum nc_bench_coll c);
 int nc_bench_coll_has_copy_limit(enum nc_bench_coll c);
 /* some collective of the run gets it */
 int nc_bench_has_copy_limit(const struct nc_bench_opts *o);
+/* every collective but the barrier gets the flag-sync reference row (NC_IMPL_SYNC) */
+int nc_bench_coll_has_sync_limit(enum nc_bench_coll c);
+int nc_bench_has_sync_limit(const struct nc_bench_opts *o);
 size_t nc_bench_recv_offset(size_t bytes);
 /* Iterations allowed by --iter R,V for a message of `bytes` (before the time cap). */
 long nc_bench_iter_cap(const struct nc_bench_opts *o, size_t bytes);
@@ -166,7 +171,7 @@ struct nc_bench_result {
 struct nc_bench_results {
     int runs, nimpl_all, ncoll;
     /* [run][coll][impl][size]; impl indexes opts->impl then memcpy, reduce-kernel,
-     * cma-copy, flag */
+     * cma-copy, flag-sync, flag */
     struct nc_bench_result *r;
     int nsizes;
 };
@@ -178,7 +183,8 @@ struct nc_bench_context {
     char mpi[160];          /* MPI library and version */
     char cache_policy[160]; /* off-cache pool or cache-resident */
     char notes[256];        /* timer, binding: one more header line when not empty */
-    int nimpl_all;          /* opts impls + memcpy (+ reduce-kernel) (+ cma-copy) + flag */
+    int nimpl_all;          /* opts impls + memcpy (+ reduce-kernel) (+ cma-copy) (+ flag-sync)
+                               + flag */
     struct nc_bench_impl all[NC_BENCH_MAX_IMPLS + NC_BENCH_MAX_LIMITS];
     char setup[NC_BENCH_MAX_IMPLS + NC_BENCH_MAX_LIMITS][200]; /* numacoll team, per impl */
     /* the team's measured hand-off (ns; -1: hwloc's caches) and the threshold

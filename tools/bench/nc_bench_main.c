@@ -100,6 +100,12 @@ static void build_impls(struct nc_bench_context *ctx)
             x->kind = NC_IMPL_CMA;
             snprintf(x->label, sizeof x->label, "cma-copy");
         }
+        if (nc_bench_has_sync_limit(o)) {
+            struct nc_bench_impl *y = &ctx->all[ctx->nimpl_all++];
+            memset(y, 0, sizeof *y);
+            y->kind = NC_IMPL_SYNC;
+            snprintf(y->label, sizeof y->label, "flag-sync");
+        }
         struct nc_bench_impl *f = &ctx->all[ctx->nimpl_all++];
         memset(f, 0, sizeof *f);
         f->kind = NC_IMPL_FLAG;
@@ -341,7 +347,9 @@ int main(int argc, char **argv)
                         (im->kind == NC_IMPL_MEMCPY && o.coll[c] != NC_BENCH_BCAST && !red) ||
                         (im->kind == NC_IMPL_KERNEL && !red) ||
                         (im->kind == NC_IMPL_CMA &&
-                         (!b.cma_ok || !nc_bench_coll_has_copy_limit(o.coll[c]))))
+                         (!b.cma_ok || !nc_bench_coll_has_copy_limit(o.coll[c]))) ||
+                        (im->kind == NC_IMPL_SYNC &&
+                         (!b.sync_ok || !nc_bench_coll_has_sync_limit(o.coll[c]))))
                         continue;
                     out = rank == 0 ? nc_bench_result_at(&res, run, c, i, s) : &scratch;
                     nc_bench_measure(&b, &ctx, run, c, i, s, out);

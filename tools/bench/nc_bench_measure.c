@@ -31,6 +31,10 @@
  * what the collective gives each rank, each block from its sender's buffer by one
  * process_vm_readv, the rank's own block by memcpy, every rank at once; no
  * announcement, no flow control. The single copy with nothing else, on this node.
+ * flag-sync (every collective but the barrier) is timed as a collective too (1, 4,
+ * 5, 7; nothing to fill or check): a "call" is the collective's waits alone, a
+ * word per rank (flag_sync()): what telling the receivers costs after the same
+ * untimed barrier, its exit skew included; the reference of small messages.
  */
 #include "nc_bench_mpi.h"
 
@@ -392,45 +396,54 @@ static void *map_pool(size_t bytes, int thp)
     return p;
 }
 
+/* The flag region: flag's ping and pong, 128 bytes apart so that the adjacent-line
+ * prefetcher does not pair them, then the flag-sync words of the ranks, side by side
+ * (8 in a line: measured here, the ranks of a small call wait on one line they all
+ * write in 0.6x the time they take on a line each). */
+#define FLAG_LINE 128
 static int flag_setup(struct nc_bench_mpi *b, char *err, size_t errlen)
 {
-    b->flag_ok = 0;
+    b->flag_ok = b->sync_ok = 0;
     PMPI_Comm_split(MPI_COMM_WORLD, b->rank < 2 ? 0 : MPI_UNDEFINED, b->rank, &b->pair);
-    if (b->p < 2 || b->rank >= 2)
+    if (b->p < 2)
         return 0;
+    b->flag_bytes = (2 * FLAG_LINE + (size_t)b->p * sizeof(uint64_t) + 4095) / 4096 * 4096;
     char name[64] = "/dev/shm/numacoll-bench-flag-XXXXXX";
     int fd = -1, ok = 1, created = 0;
     if (b->rank == 0) {
         fd = mkstemp(name);
         created = fd >= 0;
-        if (fd < 0 || ftruncate(fd, 4096) != 0)
+        if (fd < 0 || ftruncate(fd, (off_t)b->flag_bytes) != 0)
             ok = 0;
     }
-    PMPI_Bcast(name, sizeof name, MPI_CHAR, 0, b->pair);
-    PMPI_Bcast(&ok, 1, MPI_INT, 0, b->pair);
-    if (ok && b->rank == 1 && (fd = open(name, O_RDWR)) < 0)
+    PMPI_Bcast(name, sizeof name, MPI_CHAR, 0, MPI_COMM_WORLD);
+    PMPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (ok && b->rank != 0 && (fd = open(name, O_RDWR)) < 0)
         ok = 0;
     if (ok) {
-        b->flag_page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        b->flag_page = mmap(NULL, b->flag_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (b->flag_page == MAP_FAILED) {
             b->flag_page = NULL;
             ok = 0;
         }
     }
+    int eno = ok ? 0 : errno;
     if (fd >= 0)
         close(fd);
-    PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, b->pair);
+    PMPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    PMPI_Allreduce(MPI_IN_PLACE, &eno, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (created)
-        unlink(name); /* both ranks have mapped it (or given up) */
+        unlink(name); /* every rank has mapped it (or given up) */
     if (!ok) {
-        snprintf(err, errlen, "flag: no page shared by ranks 0 and 1 (%s): flag not measured",
-                 strerror(errno));
+        snprintf(err, errlen, "flag, flag-sync: no region of /dev/shm shared by the ranks (%s): "
+                 "not measured", eno ? strerror(eno) : "a rank could not map it");
         return -1;
     }
-    /* two lines 128 bytes apart: the adjacent-line prefetcher does not pair them */
     b->ping = (_Atomic uint64_t *)b->flag_page;
-    b->pong = (_Atomic uint64_t *)((char *)b->flag_page + 128);
-    b->flag_ok = 1;
+    b->pong = (_Atomic uint64_t *)((char *)b->flag_page + FLAG_LINE);
+    b->sync_line = (_Atomic uint64_t *)((char *)b->flag_page + 2 * FLAG_LINE);
+    b->flag_ok = b->rank < 2;
+    b->sync_ok = 1;
     return 0;
 }
 
@@ -533,7 +546,7 @@ void nc_bench_mpi_teardown(struct nc_bench_mpi *b)
     if (b->dst)
         munmap(b->dst, b->pool_bytes);
     if (b->flag_page)
-        munmap(b->flag_page, 4096);
+        munmap(b->flag_page, b->flag_bytes);
     if (b->pair != MPI_COMM_NULL)
         PMPI_Comm_free(&b->pair);
     b->pool = b->dst = NULL;
@@ -804,13 +817,52 @@ static void cma_copy(const struct nc_bench_mpi *b, enum nc_bench_coll c, unsigne
 #undef AT
 }
 
+static inline _Atomic uint64_t *sync_line(const struct nc_bench_mpi *b, int k)
+{
+    return b->sync_line + k;
+}
+
+/* One flag-sync "call" (NC_IMPL_SYNC): collective c's waits and nothing else. Every
+ * rank that sends stores the call's number into its word, every rank that receives
+ * waits for the word of each rank it receives from: all of them (allreduce, allgather,
+ * alltoall), all of them at the root only (reduce, gather), the root's (bcast,
+ * scatter). No data moves: what telling the receivers costs after the same barrier,
+ * whatever the bytes (a reference, not a bound: another pattern of lines may do
+ * better). */
+static void flag_sync(struct nc_bench_mpi *b, enum nc_bench_coll c, int root)
+{
+    const int p = b->p, me = b->rank;
+    const int to_root = c == NC_BENCH_REDUCE || c == NC_BENCH_GATHER || c == NC_BENCH_GATHERV;
+    const int from_root = c == NC_BENCH_BCAST || c == NC_BENCH_SCATTER ||
+                          c == NC_BENCH_SCATTERV;
+    const uint64_t v = ++b->sync_seq;
+    /* release: nothing to publish but the number; pairs with the acquire loads below on
+     * the ranks that wait for this one */
+    if (!from_root || me == root)
+        atomic_store_explicit(sync_line(b, me), v, memory_order_release);
+    if ((to_root && me != root) || (from_root && me == root))
+        return;
+    for (int k = 0; k < p; k++) {
+        if (k == me || (from_root && k != root))
+            continue;
+        unsigned spins = 0;
+        while (atomic_load_explicit(sync_line(b, k), memory_order_acquire) < v)
+            if (cpu_relax(), ++spins == 4096)
+                sched_yield(), spins = 0;
+    }
+}
+
 /* buf: the message (bcast) or the pool slot of a reduction (send buffer, then the
  * receive buffer at nc_bench_recv_offset(m)); m: bytes (whole elements for reductions) */
-static void call(const struct nc_bench_mpi *b, const struct nc_bench_impl *im,
+static void call(struct nc_bench_mpi *b, const struct nc_bench_impl *im,
                  enum nc_bench_coll coll, MPI_Comm comm, unsigned char *buf, size_t m, int root)
 {
     if (im->kind == NC_IMPL_CMA) {
         cma_copy(b, coll, buf, m, root);
+        return;
+    }
+    if (im->kind == NC_IMPL_SYNC) {
+        flag_sync(b, coll, root);
         return;
     }
     int rc, native = im->kind == NC_IMPL_NATIVE;
@@ -1070,9 +1122,11 @@ void nc_bench_measure(struct nc_bench_mpi *b, const struct nc_bench_context *ctx
         measure_limit(b, im->kind, c, impl, s, m, run, out);
         return;
     }
-    int red = nc_bench_coll_is_reduction(coll);
+    /* flag-sync moves no data: nothing to fill or check */
+    const int data = im->kind != NC_IMPL_SYNC;
+    int red = data && nc_bench_coll_is_reduction(coll);
     nc_bench_pool_geometry(o, b->pool_min, nc_bench_slot_bytes(coll, m, b->p), &stride, &nbuf);
-    MPI_Comm comm = impl < o->nimpl ? b->comm[impl] : MPI_COMM_NULL; /* cma-copy: none */
+    MPI_Comm comm = impl < o->nimpl ? b->comm[impl] : MPI_COMM_NULL; /* cma-copy, flag-sync: none */
     int p = b->p, me = b->rank;
     size_t roff = nc_bench_recv_offset(m);
     struct red_ref ref;
@@ -1136,7 +1190,7 @@ void nc_bench_measure(struct nc_bench_mpi *b, const struct nc_bench_context *ctx
 
     /* 3. */
     long used = n < (long)nbuf ? n : (long)nbuf;
-    if (coll == NC_BENCH_BCAST && !o->verify_each)
+    if (coll == NC_BENCH_BCAST && data && !o->verify_each)
         for (long k = 0; k < used; k++)
             fill(BUF(k), m, pattern_key(run, c, impl, s, k), me != root_of(o, p, k));
     if (red)
@@ -1144,7 +1198,7 @@ void nc_bench_measure(struct nc_bench_mpi *b, const struct nc_bench_context *ctx
             red_fill(BUF(k), m, ref.in, ref.tb);
             red_fill(BUF(k) + roff, m, ref.junk, ref.tb);
         }
-    const int xg = nc_bench_coll_is_exchange(coll);
+    const int xg = data && nc_bench_coll_is_exchange(coll);
     if (xg)
         for (long k = 0; k < used; k++)
             xg_fill(BUF(k), coll, m, p, me, k);
@@ -1168,7 +1222,7 @@ void nc_bench_measure(struct nc_bench_mpi *b, const struct nc_bench_context *ctx
                 xg_fill(buf, coll, m, p, me, i % (long)nbuf);
             else if (o->verify_each && red)
                 red_fill(buf + roff, m, ref.junk, ref.tb);
-            else if (o->verify_each)
+            else if (o->verify_each && data)
                 fill(buf, m, pattern_key(run, c, impl, s, i), me != root);
             PMPI_Barrier(MPI_COMM_WORLD);
             double t0 = now();
@@ -1180,7 +1234,7 @@ void nc_bench_measure(struct nc_bench_mpi *b, const struct nc_bench_context *ctx
                 xg_verify(o, im, coll, buf, m, p, me, root, i % (long)nbuf, run);
             } else if (o->verify_each && red) {
                 red_verify(b, &ref, im, coll, buf, m, root, i, i % (long)nbuf, run, 1);
-            } else if (o->verify_each) {
+            } else if (o->verify_each && data) {
                 unsigned got = 0, want = 0;
                 size_t off = check(buf, m, pattern_key(run, c, impl, s, i), &got, &want);
                 if (off != (size_t)-1)
@@ -1223,7 +1277,7 @@ void nc_bench_measure(struct nc_bench_mpi *b, const struct nc_bench_context *ctx
     if (red && m > 0 && corrupt &&
         (coll == NC_BENCH_ALLREDUCE ? me == p - 1 : me == root_of(o, p, 0)))
         b->pool[roff + m / 2] ^= 0x10;
-    if (coll == NC_BENCH_BCAST && !o->verify_each)
+    if (coll == NC_BENCH_BCAST && data && !o->verify_each)
         for (long k = 0; k < used; k++) {
             unsigned got = 0, want = 0;
             size_t off = check(BUF(k), m, pattern_key(run, c, impl, s, k), &got, &want);

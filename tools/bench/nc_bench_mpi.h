@@ -16,13 +16,17 @@ struct nc_bench_mpi {
     MPI_Comm comm[NC_BENCH_MAX_IMPLS]; /* one per implementation of opts */
     unsigned char *pool, *dst;         /* this rank's buffers; dst: memcpy target, rank 0 */
     size_t pool_bytes, pool_min;       /* pool_min: 0 when cache-resident */
-    /* flag: ranks 0 and 1 share one page of /dev/shm */
+    /* flag and flag-sync: every rank maps one region of /dev/shm (flag_bytes):
+     * flag's ping and pong (ranks 0 and 1), then the ranks' flag-sync words */
     MPI_Comm pair;
     void *flag_page;
-    _Atomic uint64_t *ping, *pong;
+    size_t flag_bytes;
+    _Atomic uint64_t *ping, *pong, *sync_line;
     uint64_t flag_seq;
     long flag_iters; /* round trips, fixed in run 0 */
-    int flag_ok;
+    int flag_ok;     /* on ranks 0 and 1 */
+    uint64_t sync_seq; /* flag-sync calls so far, the same on every rank */
+    int sync_ok;       /* every rank mapped the region, p > 1 */
     /* cma-copy: every rank's pid and pool address; cma_ok when every rank could read
      * its neighbour's pool by process_vm_readv at set-up */
     int *pids;
@@ -33,7 +37,7 @@ struct nc_bench_mpi {
     int warm[NC_BENCH_NCOLL][NC_BENCH_MAX_IMPLS + NC_BENCH_MAX_LIMITS][NC_BENCH_MAX_SIZES];
 };
 
-/* Buffers (pool_min bytes per rank at least, when off-cache) and the flag page. */
+/* Buffers (pool_min bytes per rank at least, when off-cache) and the flag region. */
 int nc_bench_mpi_setup(struct nc_bench_mpi *b, const struct nc_bench_opts *o, size_t pool_min,
                        char *err, size_t errlen);
 void nc_bench_mpi_teardown(struct nc_bench_mpi *b);

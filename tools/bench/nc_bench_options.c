@@ -75,7 +75,8 @@ void nc_bench_usage(FILE *out)
 "      --sweep K=V1,V2...  one numacoll configuration per value, named numacoll:K=V\n"
 "                          (added to --impl; without --impl: native plus the sweep)\n"
 "      --sweep-base K=V,.. tunables every configuration of the sweep also gets\n"
-"      --no-limits         skip the memcpy, reduce-kernel, cma-copy and flag references\n"
+"      --no-limits         skip the memcpy, reduce-kernel, cma-copy, flag-sync and flag\n"
+"                          references\n"
 "\n"
 "How (the methodology of IMB and of the paper)\n"
 "      --iter R[,V]        at most R timed calls per size, and at most V MiB moved\n"
@@ -141,6 +142,19 @@ int nc_bench_has_copy_limit(const struct nc_bench_opts *o)
 {
     for (int c = 0; c < o->ncoll; c++)
         if (nc_bench_coll_has_copy_limit(o->coll[c]))
+            return 1;
+    return 0;
+}
+
+int nc_bench_coll_has_sync_limit(enum nc_bench_coll c)
+{
+    return c != NC_BENCH_BARRIER; /* timed back to back: the flag row is its limit */
+}
+
+int nc_bench_has_sync_limit(const struct nc_bench_opts *o)
+{
+    for (int c = 0; c < o->ncoll; c++)
+        if (nc_bench_coll_has_sync_limit(o->coll[c]))
             return 1;
     return 0;
 }
@@ -456,7 +470,8 @@ static int parse_impls(struct nc_bench_opts *o, const char *list, char *err, siz
             if (new_impl(o, tok, tok, "--impl", err, errlen))
                 return -1;
             labeled = 0;
-        } else if (!strcmp(tok, "memcpy") || !strcmp(tok, "flag") || !strcmp(tok, "cma-copy")) {
+        } else if (!strcmp(tok, "memcpy") || !strcmp(tok, "flag") || !strcmp(tok, "cma-copy") ||
+                   !strcmp(tok, "flag-sync")) {
             return fail(err, errlen,
                         "--impl: %s is always measured as a reference (--no-limits drops it)", tok);
         } else if (eq && (!strcmp(eq + 1, "native") || is_numacoll_spec(eq + 1))) {
@@ -1010,6 +1025,9 @@ void nc_bench_print_plan(FILE *out, const struct nc_bench_opts *o, int p, size_t
             fprintf(out, "    %-*s  %s: each rank's blocks by process_vm_readv from their senders, "
                     "all ranks at once, nothing else (p > 1)\n", lw, "cma-copy",
                     "bcast and the gather family");
+        if (nc_bench_has_sync_limit(o))
+            fprintf(out, "    %-*s  %s: the collective's waits alone, a word per rank, "
+                    "timed like it (p > 1)\n", lw, "flag-sync", "every collective but barrier");
         fprintf(out, "    %-*s  one-way cache-line hand-off between ranks 0 and 1\n", lw, "flag");
     }
     double worst = 0;
@@ -1039,6 +1057,8 @@ void nc_bench_print_plan(FILE *out, const struct nc_bench_opts *o, int p, size_t
                         nc_bench_iter_cap(o, sizes[s]), nbuf, stride);
         }
         int nim = o->nimpl;
+        if (o->limits && nc_bench_coll_has_sync_limit(o->coll[c]))
+            nim += 1; /* flag-sync */
         if (o->limits && o->coll[c] == NC_BENCH_BCAST)
             nim += 2; /* memcpy, cma-copy */
         else if (o->limits && nc_bench_coll_is_exchange(o->coll[c]))

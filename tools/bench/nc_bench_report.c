@@ -123,13 +123,16 @@ void nc_bench_fake_fill(struct nc_bench_results *res, const struct nc_bench_cont
                     else if (im->kind == NC_IMPL_CMA)
                         t = p > 1 && nc_bench_coll_has_copy_limit(o->coll[c]) ? 1.7 + m / 7000.0
                                                                              : -1;
+                    else if (im->kind == NC_IMPL_SYNC)
+                        t = p > 1 && nc_bench_coll_has_sync_limit(o->coll[c]) ? 0.06 * slow : -1;
                     else
                         t = s == 0 ? 0.052 : -1;
                     if (t < 0)
                         continue;
                     t *= 1 + 0.02 * ((r * 7 + i * 3 + s) % 5 - 2);
                     struct nc_bench_result *x = nc_bench_result_at(res, r, c, i, s);
-                    const int one = im->kind >= NC_IMPL_MEMCPY && im->kind != NC_IMPL_CMA;
+                    const int one = im->kind == NC_IMPL_MEMCPY || im->kind == NC_IMPL_KERNEL ||
+                                    im->kind == NC_IMPL_FLAG;
                     x->t_min = one ? t : 0.9 * t;
                     x->t_avg = t;
                     x->t_max = one ? t : 1.1 * t;
@@ -162,13 +165,14 @@ static const struct { size_t lo, hi; } ranges[] = {
 };
 
 /* A column of the size-range summary: every numacoll configuration, and cma-copy (the
- * single copy with nothing else) where it was measured. */
+ * single copy with nothing else) and flag-sync (the waits with nothing else) where they
+ * were measured. */
 static int summary_column(struct nc_bench_results *res, const struct nc_bench_context *ctx, int c,
                           int i)
 {
     if (ctx->all[i].kind == NC_IMPL_NUMACOLL)
         return 1;
-    if (ctx->all[i].kind != NC_IMPL_CMA)
+    if (ctx->all[i].kind != NC_IMPL_CMA && ctx->all[i].kind != NC_IMPL_SYNC)
         return 0;
     struct nc_bench_result x;
     nc_bench_aggregate(res, c, i, 0, &x);
@@ -370,7 +374,8 @@ void nc_bench_print_table(FILE *out, struct nc_bench_results *res, const struct 
                     continue;
                 char rn[32] = "-", rm[32] = "-", rf[32] = "-";
                 double v = stat_of(&x, o->stat);
-                if ((im->kind == NC_IMPL_NUMACOLL || im->kind == NC_IMPL_CMA) && nr.valid)
+                if ((im->kind == NC_IMPL_NUMACOLL || im->kind == NC_IMPL_CMA ||
+                     im->kind == NC_IMPL_SYNC) && nr.valid)
                     fmt_ratio(rn, sizeof rn, v, stat_of(&nr, o->stat));
                 if (im->kind != NC_IMPL_MEMCPY) {
                     if (mr.valid && sizes[s] > 0)
