@@ -1,6 +1,7 @@
 /*
  * Reduce and Allreduce: every member's contribution goes once into its own
- * NUMA-local slot; a small call is combined from the slots in one hand-off, a
+ * NUMA-local slot; a small call is combined from the slots in one hand-off
+ * (the smallest, in a team of up to 8, from one line all members share), a
  * large one is reduce-scattered (member i reduces the i-th slice of every
  * round, all members at once) and gathered. On a node with several NUMA
  * nodes a large call reduces each slice over every NUMA node first (4a), then
@@ -9,7 +10,8 @@
  * enter each NUMA node once too (5f).
  *
  * Shared memory (declared in coll/nc_coll.h: S = NUMACOLL_REDUCE_SLOTS,
- * F = NUMACOLL_REDUCE_FRAG_SIZE; all of it in member i's block, on its node):
+ * F = NUMACOLL_REDUCE_FRAG_SIZE; all of it in member i's block, on its node;
+ * the call lines in member 0's):
  *
  *   offset in member i's area        field                       written by / read by
  *   0                                out: the last round i is    i / every member before it
@@ -24,12 +26,19 @@
  *   192                              fwd: the last round whose   i / its domain's readers
  *                                    forwarded slices are in     (step 5)
  *                                    i's slot (line 3, 5f)
+ *   256 + s*64, s < S (member 0's    the call line of slot s     every member / every
+ *   area only, p <= 8)               (line 4 + s): member k's    member (steps 2l, 3l)
+ *                                    word {seq, sig} and its
+ *                                    data at k * P
  *   page + k*stride, k < S           slot k: {seq, code, elem,   i / every member
  *                                    bytes, root} and the first
  *                                    32 data bytes on line 0,
  *                                    then F - 32 more data bytes
  *
- *   stride = roundup(32 + F, page); member area = page + S * stride.
+ *   stride = roundup(32 + F, page); member area = page + S * stride;
+ *   P = 64 / p rounded down to 8 bytes (32 at p = 2, 16 at p = 3 and 4,
+ *   8 up to p = 8); a team of more members, with 256 + S * 64 > page or
+ *   with NUMACOLL_REDUCE_LINES=0 has no call lines.
  *
  * Rounds. Every call takes one or more rounds; the round counter
  * (t->reduce_round) is the same on every member and round r uses slot r % S
@@ -63,11 +72,34 @@
  *      (release). A large call's bytes go with non-temporal stores and an
  *      sfence before the release when the members do not all share a
  *      cache (t->shm_nt, NUMACOLL_SHM_NT: docs/transport.md).
+ *   2l. a team with call lines, in a call's first round: my word in slot r %
+ *       S's call line: sig (line_sig(): the header's fields in 32 bits) and,
+ *       in a line call, the contribution after it (step 2 then writes the
+ *       header but no data), then seq = r (release).
  * Small call:
  *   3s. readers: wait until seq == r in every member's slot (acquire), check
  *       the headers, combine the p slots into recvbuf (order below); others,
  *       and every member whose count is 0 (nothing to combine), read nothing;
  *   6.  out = r (release).
+ * Line calls: a small call whose contribution fits the data of a part (P -
+ *   8 bytes: 24 at p = 2, 8 at p = 3 and 4) in elements of 8 bytes at most.
+ *   Measured here (p = 2, after a barrier): the members of a call that
+ *   write and poll one line they share finish in 0.55-0.75x the time they
+ *   take when each writes its own line and polls the other's (the data then
+ *   comes in the same transfer as the flag), and that is most of what a
+ *   small allreduce costs. Every member of such a call takes it alike
+ *   (bytes, element size, p and S agree); it skips step 3s for
+ *   3l. readers: wait until seq == r in every member's word (acquire); a
+ *       word whose sig is not mine is another call: check the headers of the
+ *       slots as in step 3 (its member wrote its header before its word) and
+ *       return the error; else combine the p words' data into recvbuf
+ *       (order below); then 6.
+ *   Every call posts its word in its first round (2l, X1), so a member of
+ *   a line call and one of any other call meet in the same round: the line
+ *   member sees a word that is not its own, the other member a header that
+ *   differs from its own (step 3). A word moves only in first rounds: after
+ *   2^30 rounds without one, its owner brings all its words forward
+ *   (refresh_flags()), as it does for done, part and fwd.
  * Large call:
  *   3.  wait until seq == r in every member's slot (two-level, after the
  *       first round: in its domain's members' slots) (acquire); in the call's
@@ -139,7 +171,7 @@
  * place.
  *   X1. steps 1 and 2 with the header's code | CMA bit and, after it, the
  *       addresses of its contribution and (a reader's) result buffer, then
- *       seq = r (release);
+ *       seq = r (release); then 2l (no data);
  *   X2. wait until seq == r in every member's slot (acquire), check the
  *       headers as in step 3 (on a mismatch: X6 and return the error;
  *       nobody copied anything);
@@ -170,7 +202,8 @@
  *       passes X2.
  * Release/acquire pairs: seq (X1) / X2; done and derr (X4) / X5; out (X6,
  * X8) / X7, X8 and step 1 (and through the slots: seq (2) / 3, and 1
- * through all_posted(); part (4a) / 4b; done (4, 4b) / 5 and 5f; fwd (5f) /
+ * through all_posted(); a word's seq (2l) / 3l, and 1 through
+ * all_posted(); part (4a) / 4b; done (4, 4b) / 5 and 5f; fwd (5f) /
  * 5; out (6) / 1). The order of the result is the documented one
  * (the same folds over the same chunks), so a call gives the same bits by
  * CMA or through the slots.
@@ -229,6 +262,16 @@ typedef struct red_ctl {
 NC_STATIC_ASSERT(sizeof(red_ctl_t) == 4 * NC_CACHELINE,
                  "out, done, part, fwd on lines of their own");
 
+/* A member's word in a call line ("Line calls"), its data after it. */
+typedef struct red_word {
+    _Atomic uint32_t seq; /* the round whose word this is, published last */
+    uint32_t sig;         /* the call (line_sig()), published by seq */
+} red_word_t;
+NC_STATIC_ASSERT(sizeof(red_word_t) == 8, "a word is 8 bytes, its data 8-aligned");
+#define RED_LINES_OFF (4 * NC_CACHELINE) /* the call lines, after member 0's control lines */
+#define RED_LINE_MAX 8                   /* members of a team that has call lines, at most */
+#define RED_LINE_ES 8                    /* bytes of an element a call line takes, at most */
+
 /* This member's view, resolved at team creation. */
 typedef struct red_state {
     int S;
@@ -238,6 +281,9 @@ typedef struct red_state {
     unsigned slot;      /* the current round's slot: the rounds since the team was
                            created, modulo S (the same on every member) */
     unsigned next;      /* the next round's (next_slot()) */
+    char *lines;        /* the call lines (member 0's control page; "Line calls"), or NULL */
+    size_t lpart;       /* bytes of a member's part of a call line: its word, then data */
+    uint32_t line_pub;  /* the last round I posted my word of a call line in */
     uint32_t done_pub, part_pub, fwd_pub; /* the last done / part / fwd stored (stale-flag
                                              refresh) */
     int fout;           /* 5f: my domain gets the allreduce's results forwarded; -1: not
@@ -294,6 +340,37 @@ static inline void next_slot(red_state_t *st)
 {
     st->slot = st->next;
     st->next = st->next + 1u == (unsigned)st->S ? 0 : st->next + 1u;
+}
+
+/* Member k's word in the call line of slot `slot`. */
+static inline red_word_t *word_at(const red_state_t *st, unsigned slot, int k)
+{
+    return (red_word_t *)(st->lines + (size_t)slot * NC_CACHELINE + (size_t)k * st->lpart);
+}
+
+/* What a member's word says of its call: exact for the calls a line takes
+ * (bytes and element size up to 24, root < 8), so two words differ whenever
+ * a line call and any other call differ (a count of 0 with elements above
+ * 30 bytes aside: nothing is combined then). */
+static uint32_t line_sig(uint32_t code, int root, uint64_t bytes, size_t es)
+{
+    const uint32_t b = bytes < 31 ? (uint32_t)bytes : 31u, e = es < 31 ? (uint32_t)es : 31u;
+    return (code & 0x3ffffu) | (uint32_t)(root + 1) << 18 | b << 22 | e << 27;
+}
+
+/* Step 2l: my word in the current slot's call line (n bytes of data: a line
+ * call's contribution, else none). */
+static void line_post(red_state_t *st, int me, uint32_t r, uint32_t sig, const char *in,
+                      size_t n)
+{
+    red_word_t *w = word_at(st, st->slot, me);
+    if (n)
+        memcpy(w + 1, in, n);
+    w->sig = sig;
+    /* release: sig and data (and my slot's header, step 2, before them)
+     * before seq; pairs with the acquire in wait_posted() (step 3l). */
+    atomic_store_explicit(&w->seq, r, memory_order_release);
+    st->line_pub = r;
 }
 
 void nc_reduce_fini(struct numacoll_team *t)
@@ -396,6 +473,20 @@ int nc_reduce_init(struct numacoll_team *t)
                               before, memory_order_relaxed);
     st->outs_low = before;
     atomic_store_explicit(&mine->fwd, before, memory_order_relaxed);
+    /* The call lines: member 0 owns the page (its first touch placed it), so
+     * it writes every member's words ("round seq0 - 1 is over") before
+     * exchange #2. */
+    if (NC_CFG_NUM(&t->cfg, REDUCE_LINES) && p <= RED_LINE_MAX &&
+        RED_LINES_OFF + (size_t)st->S * NC_CACHELINE <= page) {
+        st->lines = (char *)st->ctl[0] + RED_LINES_OFF;
+        st->lpart = (size_t)(NC_CACHELINE / p) / 8 * 8;
+        st->line_pub = before;
+        for (unsigned sl = 0; t->rank == 0 && sl < (unsigned)st->S; sl++)
+            for (int k = 0; k < p; k++) {
+                word_at(st, sl, k)->sig = 0;
+                atomic_store_explicit(&word_at(st, sl, k)->seq, before, memory_order_relaxed);
+            }
+    }
     st->done_pub = st->part_pub = st->fwd_pub = before;
     st->fout = -1;
     return 0;
@@ -440,15 +531,17 @@ static inline void all_posted(red_state_t *st, uint32_t r)
         st->outs_low = r - 1u;
 }
 
-/* Step 3: member k's slot of round r is written. */
-static int wait_posted(numacoll_team_t *t, red_slot_t *sl, uint32_t r)
+/* Step 3: member k's slot of round r is written (seq: its slot's, or its
+ * word's in the call line, step 3l). */
+static int wait_posted(numacoll_team_t *t, _Atomic uint32_t *seq, uint32_t r)
 {
     nc_backoff_t b;
     int rc;
     nc_backoff_init(&b, &t->wait);
-    /* acquire: pairs with the release of seq in step 2: the header and the
-     * data of the slot are visible. */
-    while (atomic_load_explicit(&sl->seq, memory_order_acquire) != r)
+    /* acquire: pairs with the release of seq in step 2 (2l: in
+     * line_post()): the header and the data of the slot (the word's sig and
+     * data) are visible. */
+    while (atomic_load_explicit(seq, memory_order_acquire) != r)
         if ((rc = nc_backoff(&b)) < 0)
             return rc;
     return 0;
@@ -817,9 +910,11 @@ static int red_cma(numacoll_team_t *t, red_state_t *st, const char *in, char *ou
     /* release: header and addresses before seq; pairs with the acquire in
      * wait_posted() (X2). */
     atomic_store_explicit(&mine->seq, r, memory_order_release);
+    if (st->lines) /* 2l: a line call of another member meets mine here */
+        line_post(st, me, r, line_sig(op->code, root, bytes, es), NULL, 0);
     /* X2. */
     for (int k = 0; k < p; k++)
-        if (k != me && (rc2 = wait_posted(t, slot_of(st, k), r)))
+        if (k != me && (rc2 = wait_posted(t, &slot_of(st, k)->seq, r)))
             return cma_fail(t, st, r, rc2);
     all_posted(st, r);
     if ((rc = check_headers(t, st, bytes, op->code | RED_CMA_BIT, (uint32_t)es, root))) {
@@ -895,6 +990,10 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
     const int whole = !small && root >= 0 && p == 2 && bytes >= RED_WHOLE_MIN * chunk;
     const int da = two ? st->dfirst[st->mydom] : 0;
     const int nd = two ? st->dfirst[st->mydom + 1] - da : p;
+    /* a line call ("Line calls"): the same choice on every member of a call */
+    const int lined = small && st->lines && es <= RED_LINE_ES &&
+                      bytes <= st->lpart - sizeof(red_word_t);
+    const uint32_t sig = st->lines ? line_sig(op->code, root, bytes, es) : 0;
     size_t off = 0;
     int first = 1;
     do {
@@ -906,11 +1005,39 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
         if (!small)
             slice_of(m, es, p, me, &lo, &hi);
         red_slot_t *mine = slot_of(st, me);
-        /* 1., 2. */
+        /* 1., 2. (a line call: the header only), 2l. */
         if ((rc2 = wait_slot_free(t, st, r)))
             return nc_team_fail(t, rc2);
-        post(st, mine, r, op, bytes, root, in + off, len, small, whole, p, me, two, t->shm_nt);
+        post(st, mine, r, op, bytes, root, in + off, lined ? 0 : len, small, whole, p, me, two,
+             t->shm_nt);
+        if (first && st->lines)
+            line_post(st, me, r, sig, in, lined ? bytes : 0);
         if (small && (!reader || !bytes)) {
+            finish_round(st, me, r); /* 6. */
+            break;
+        }
+        if (lined) {
+            /* 3l. */
+            for (int k = 0; k < p; k++)
+                if (k != me && (rc2 = wait_posted(t, &word_at(st, st->slot, k)->seq, r)))
+                    return nc_team_fail(t, rc2);
+            all_posted(st, r);
+            for (int k = 0; k < p; k++) {
+                const red_word_t *w = word_at(st, st->slot, k);
+                if (w->sig != sig) {
+                    /* another call: its member's header tells which */
+                    rc = check_headers(t, st, bytes, op->code, (uint32_t)es, root);
+                    rc = rc ? rc : NUMACOLL_ERR_MISMATCH;
+                    break;
+                }
+                st->src[k] = (const char *)(w + 1);
+            }
+            if (!rc) {
+                if (two)
+                    combine2(st, op, out, st->src, m);
+                else
+                    combine(op, out, st->src, p, m);
+            }
             finish_round(st, me, r); /* 6. */
             break;
         }
@@ -920,7 +1047,7 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
         const int nwait = first ? p : whole ? (me == root ? p : 0) : nd;
         for (int j = 0; j < nwait; j++) {
             const int k = first || !two ? j : st->dmem[da + j];
-            if (k != me && (rc2 = wait_posted(t, slot_of(st, k), r)))
+            if (k != me && (rc2 = wait_posted(t, &slot_of(st, k)->seq, r)))
                 return nc_team_fail(t, rc2);
         }
         if (nwait == p)
@@ -1074,6 +1201,14 @@ static void refresh_flags(numacoll_team_t *t, red_state_t *st)
     if (last - st->fwd_pub > (1u << 30)) {
         atomic_store_explicit(&st->ctl[me]->fwd, last, memory_order_relaxed);
         st->fwd_pub = last;
+    }
+    /* my words of the call lines move in calls' first rounds only: after
+     * 2^30 rounds without one nobody waits for them (a call's first round
+     * would have posted one), and the rounds to come are all after last */
+    if (st->lines && last - st->line_pub > (1u << 30)) {
+        for (unsigned sl = 0; sl < (unsigned)st->S; sl++)
+            atomic_store_explicit(&word_at(st, sl, me)->seq, last, memory_order_relaxed);
+        st->line_pub = last;
     }
 }
 

@@ -1057,6 +1057,9 @@ static const mcase_t mcases[] = {
      NUMACOLL_ERR_TRUNCATE},
     {"count -3", 1, NUMACOLL_INT32, NUMACOLL_INT32, NUMACOLL_SUM, NUMACOLL_SUM, -3, -2,
      NUMACOLL_ERR_TRUNCATE},
+    /* a small call (a line call at 4 and 6 elements) against a large one */
+    {"count +60000", 1, NUMACOLL_INT32, NUMACOLL_INT32, NUMACOLL_SUM, NUMACOLL_SUM, 60000, -2,
+     NUMACOLL_ERR_TRUNCATE},
     {"type FLOAT vs INT32 (same size)", 1, NUMACOLL_INT32, NUMACOLL_FLOAT, NUMACOLL_SUM,
      NUMACOLL_SUM, 0, -2, NUMACOLL_ERR_MISMATCH},
     {"type INT64 vs INT32", 1, NUMACOLL_INT32, NUMACOLL_INT64, NUMACOLL_SUM, NUMACOLL_SUM, 0, -2,
@@ -1077,10 +1080,13 @@ static int body_mismatch(int rank, int p, const char *name, void *arg)
     numacoll_team_t *tm = team_up(rank, p, name, &bs);
     CHECK(tm, "team");
     /* 4092 and 4100 bytes of INT32 lie on both sides of REDUCE_SMALL_MAX (4096):
-     * +-3 elements takes the member that differs to the other path. */
-    static const size_t ns[] = {10, 1023, 1025, 200000};
+     * +-3 elements takes the member that differs to the other path. So do 4
+     * and 6 elements around a call line's 24 bytes (p = 2) and 8 bytes (p = 3,
+     * 4): 1 and 3 elements fit, 7 and 9 do not (coll/nc_reduce.c "Line
+     * calls"). */
+    static const size_t ns[] = {4, 6, 10, 1023, 1025, 200000};
     bufs_t b;
-    CHECK(bufs_alloc(&b, (200000 + 3) * 8) == 0, "malloc");
+    CHECK(bufs_alloc(&b, (200000 + 60000) * 8) == 0, "malloc");
     uint64_t call = 3000;
     for (size_t ci = 0; ci < ARRAY_SIZE(mcases); ci++)
         for (size_t ni = 0; ni < ARRAY_SIZE(ns); ni++)
