@@ -444,6 +444,9 @@ static int flag_setup(struct nc_bench_mpi *b, char *err, size_t errlen)
     b->sync_line = (_Atomic uint64_t *)((char *)b->flag_page + 2 * FLAG_LINE);
     b->flag_ok = b->rank < 2;
     b->sync_ok = 1;
+    /* more ranks than CPUs: a waiting rank yields at once, as numacoll's own waits do
+     * then (a rank that spins on would keep the one it waits for off its CPU) */
+    b->sync_spins = b->p > sysconf(_SC_NPROCESSORS_ONLN) ? 1 : 4096;
     return 0;
 }
 
@@ -847,7 +850,7 @@ static void flag_sync(struct nc_bench_mpi *b, enum nc_bench_coll c, int root)
             continue;
         unsigned spins = 0;
         while (atomic_load_explicit(sync_line(b, k), memory_order_acquire) < v)
-            if (cpu_relax(), ++spins == 4096)
+            if (cpu_relax(), ++spins == b->sync_spins)
                 sched_yield(), spins = 0;
     }
 }

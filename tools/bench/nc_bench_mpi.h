@@ -27,6 +27,7 @@ struct nc_bench_mpi {
     int flag_ok;     /* on ranks 0 and 1 */
     uint64_t sync_seq; /* flag-sync calls so far, the same on every rank */
     int sync_ok;       /* every rank mapped the region, p > 1 */
+    unsigned sync_spins; /* pauses before a flag-sync wait yields the CPU */
     /* cma-copy: every rank's pid and pool address; cma_ok when every rank could read
      * its neighbour's pool by process_vm_readv at set-up */
     int *pids;
