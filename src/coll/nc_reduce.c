@@ -1012,6 +1012,7 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
              t->shm_nt);
         if (first && st->lines)
             line_post(st, me, r, sig, in, lined ? bytes : 0);
+        t->reduce_lines += (uint64_t)lined;
         if (small && (!reader || !bytes)) {
             finish_round(st, me, r); /* 6. */
             break;

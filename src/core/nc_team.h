@@ -77,6 +77,7 @@ struct numacoll_team {
                               collectives' init, then agreed (0 unknown) */
     uint64_t reduce_cma;   /* reductions this member took part in by CMA */
     uint64_t reduce_fwd;   /* allreduce slices this member forwarded or read forwarded (5f) */
+    uint64_t reduce_lines; /* reductions this member took part in by a call line */
     char cma_why[320];
     void *cma_bounce;
 

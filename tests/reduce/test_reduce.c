@@ -48,7 +48,9 @@
  * went by CMA (NUMACOLL_TRANSPORT=cma), expect_cma=0 that none did,
  * expect_cma=2 the automatic rule where the members share no cache (every
  * reduce from nc_reduce_cma_auto(p), no allreduce), expect_cma=3 NUMACOLL_REDUCE_CMA_MIN and
- * NUMACOLL_ALLREDUCE_CMA_MIN as set, each 0 being that rule.
+ * NUMACOLL_ALLREDUCE_CMA_MIN as set, each 0 being that rule. expect_lines=1 checks
+ * that exactly the calls a call line takes went by one (coll/nc_reduce.c "Line
+ * calls"), expect_lines=0 that none did (with REDUCE_LINES=0).
  */
 #include <float.h>
 #include <math.h>
@@ -654,6 +656,7 @@ static int check_result(const call_t *c, int p, int rank, const unsigned char *b
 
 static int g_expect_cma = -1; /* expect_cma=0|1, -1: not checked */
 static int g_expect_fwd = -1; /* expect_fwd=0|1, -1: not checked (mode ops) */
+static int g_expect_lines = -1; /* expect_lines=0|1: line calls on, checked; -1: not */
 static size_t g_small_max;    /* NUMACOLL_REDUCE_SMALL_MAX of this run */
 /* expect_cma: by CMA from these sizes ([0] reduce, [1] allreduce): 1: every
  * large call; 2: the automatic rule on members that share no cache (reduce
@@ -683,7 +686,7 @@ static int run_call(numacoll_team_t *tm, int rank, int p, const call_t *c, bufs_
     void *rarg = !gets && c->nullrecv ? NULL : b->r;
     int rc;
     uop_bad = 0;
-    const uint64_t cma0 = tm->reduce_cma;
+    const uint64_t cma0 = tm->reduce_cma, lines0 = tm->reduce_lines;
     if (is_user(c->t)) {
         const numacoll_user_op_t *u = c->t == UT_MAT ? &mat_op : &tri_op;
         rc = c->root < 0 ? numacoll_allreduce_user(tm, sarg, rarg, c->count, u)
@@ -703,6 +706,15 @@ static int run_call(numacoll_team_t *tm, int rank, int p, const call_t *c, bufs_
             cmin = nc_reduce_cma_auto(p);
         const int want = g_expect_cma && p > 1 && n > g_small_max && n >= cmin;
         CHECK((tm->reduce_cma > cma0) == want, "%s: %s by CMA", what, want ? "not" : "went");
+    }
+    if (g_expect_lines >= 0) {
+        /* coll/nc_reduce.c "Line calls": p <= 8, elements of up to 8 bytes, at most
+         * 64 / p rounded down to 8, less the 8-byte word */
+        const size_t part = p <= 8 ? (size_t)(64 / p) / 8 * 8 : 0;
+        const int want = g_expect_lines && p > 1 && p <= 8 && es <= 8 && n + 8 <= part &&
+                         n <= g_small_max;
+        CHECK((tm->reduce_lines > lines0) == want, "%s: %s by a call line", what,
+              want ? "not" : "went");
     }
     long g = guard_bad(b->s, n);
     CHECK(g < 0, "%s: sendbuf guard changed at offset %ld", what, g);
@@ -1659,6 +1671,8 @@ int main(int argc, char **argv)
             g_expect_cma = atoi(eq + 1);
         } else if (eq && !strncmp(argv[i], "expect_fwd=", 11)) {
             g_expect_fwd = atoi(eq + 1);
+        } else if (eq && !strncmp(argv[i], "expect_lines=", 13)) {
+            g_expect_lines = atoi(eq + 1);
         } else if (eq) {
             *eq = 0;
             int rc = numacoll_param_set(argv[i], eq + 1);
