@@ -1,7 +1,7 @@
 /*
  * Reduce and Allreduce: every member's contribution goes once into its own
  * NUMA-local slot; a small call is combined from the slots in one hand-off
- * (the smallest, in a team of up to 8, from one line all members share), a
+ * (the smallest, in a team of up to 4, from one line all members share), a
  * large one is reduce-scattered (member i reduces the i-th slice of every
  * round, all members at once) and gathered. On a node with several NUMA
  * nodes a large call reduces each slice over every NUMA node first (4a), then
@@ -27,7 +27,7 @@
  *                                    forwarded slices are in     (step 5)
  *                                    i's slot (line 3, 5f)
  *   256 + s*64, s < S (member 0's    the call line of slot s     every member / every
- *   area only, p <= 8)               (line 4 + s): member k's    member (steps 2l, 3l)
+ *   area only, p <= 4)               (line 4 + s): member k's    member (steps 2l, 3l)
  *                                    word {seq, sig} and its
  *                                    data at k * P
  *   page + k*stride, k < S           slot k: {seq, code, elem,   i / every member
@@ -36,9 +36,9 @@
  *                                    then F - 32 more data bytes
  *
  *   stride = roundup(32 + F, page); member area = page + S * stride;
- *   P = 64 / p rounded down to 8 bytes (32 at p = 2, 16 at p = 3 and 4,
- *   8 up to p = 8); a team of more members, with 256 + S * 64 > page or
- *   with NUMACOLL_REDUCE_LINES=0 has no call lines.
+ *   P = 64 / p rounded down to 8 bytes (32 at p = 2, 16 at p = 3 and 4); a
+ *   team of more members (whose parts would hold no data), with 256 + S *
+ *   64 > page or with NUMACOLL_REDUCE_LINES=0 has no call lines.
  *
  * Rounds. Every call takes one or more rounds; the round counter
  * (t->reduce_round) is the same on every member and round r uses slot r % S
@@ -98,8 +98,9 @@
  *   a line call and one of any other call meet in the same round: the line
  *   member sees a word that is not its own, the other member a header that
  *   differs from its own (step 3). A word moves only in first rounds: after
- *   2^30 rounds without one, its owner brings all its words forward
- *   (refresh_flags()), as it does for done, part and fwd.
+ *   2^30 rounds without one in a slot, its owner brings its word of that
+ *   slot forward (refresh_flags(), which looks every 2^28 rounds), as it
+ *   does for done, part and fwd.
  * Large call:
  *   3.  wait until seq == r in every member's slot (two-level, after the
  *       first round: in its domain's members' slots) (acquire); in the call's
@@ -269,7 +270,7 @@ typedef struct red_word {
 } red_word_t;
 NC_STATIC_ASSERT(sizeof(red_word_t) == 8, "a word is 8 bytes, its data 8-aligned");
 #define RED_LINES_OFF (4 * NC_CACHELINE) /* the call lines, after member 0's control lines */
-#define RED_LINE_MAX 8                   /* members of a team that has call lines, at most */
+#define RED_LINE_MAX 4                   /* members of a team that has call lines, at most */
 #define RED_LINE_ES 8                    /* bytes of an element a call line takes, at most */
 
 /* This member's view, resolved at team creation. */
@@ -283,7 +284,8 @@ typedef struct red_state {
     unsigned next;      /* the next round's (next_slot()) */
     char *lines;        /* the call lines (member 0's control page; "Line calls"), or NULL */
     size_t lpart;       /* bytes of a member's part of a call line: its word, then data */
-    uint32_t line_pub;  /* the last round I posted my word of a call line in */
+    uint32_t *line_pub; /* [s]: the last round I posted my word of slot s's call line in */
+    uint32_t line_scan; /* the last round refresh_flags() looked at line_pub */
     uint32_t done_pub, part_pub, fwd_pub; /* the last done / part / fwd stored (stale-flag
                                              refresh) */
     int fout;           /* 5f: my domain gets the allreduce's results forwarded; -1: not
@@ -349,7 +351,8 @@ static inline red_word_t *word_at(const red_state_t *st, unsigned slot, int k)
 }
 
 /* What a member's word says of its call: exact for the calls a line takes
- * (bytes and element size up to 24, root < 8), so two words differ whenever
+ * (bytes and element size exact up to 30, root < 8; a line call has at most
+ * 24 bytes in elements of at most 8), so two words differ whenever
  * a line call and any other call differ (a count of 0 with elements above
  * 30 bytes aside: nothing is combined then). */
 static uint32_t line_sig(uint32_t code, int root, uint64_t bytes, size_t es)
@@ -370,7 +373,7 @@ static void line_post(red_state_t *st, int me, uint32_t r, uint32_t sig, const c
     /* release: sig and data (and my slot's header, step 2, before them)
      * before seq; pairs with the acquire in wait_posted() (step 3l). */
     atomic_store_explicit(&w->seq, r, memory_order_release);
-    st->line_pub = r;
+    st->line_pub[st->slot] = r;
 }
 
 void nc_reduce_fini(struct numacoll_team *t)
@@ -385,6 +388,7 @@ void nc_reduce_fini(struct numacoll_team *t)
     free(st->part);
     free(st->dsrc);
     free(st->cbuf);
+    free(st->line_pub);
     free(st);
     t->reduce_state = NULL;
 }
@@ -480,7 +484,11 @@ int nc_reduce_init(struct numacoll_team *t)
         RED_LINES_OFF + (size_t)st->S * NC_CACHELINE <= page) {
         st->lines = (char *)st->ctl[0] + RED_LINES_OFF;
         st->lpart = (size_t)(NC_CACHELINE / p) / 8 * 8;
-        st->line_pub = before;
+        if (!(st->line_pub = malloc((size_t)st->S * sizeof *st->line_pub)))
+            return NUMACOLL_ERR_NOMEM;
+        for (int sl = 0; sl < st->S; sl++)
+            st->line_pub[sl] = before;
+        st->line_scan = before;
         for (unsigned sl = 0; t->rank == 0 && sl < (unsigned)st->S; sl++)
             for (int k = 0; k < p; k++) {
                 word_at(st, sl, k)->sig = 0;
@@ -522,7 +530,8 @@ static int wait_slot_free(numacoll_team_t *t, red_state_t *st, uint32_t r)
     }
 }
 
-/* After seq == r was seen (acquire) in every member's slot: each of them
+/* After seq == r was seen (acquire) in every member's slot (or its word of
+ * a call line, step 3l): each of them
  * posted round r after its step 6 of round r - 1, so every out >= r - 1
  * (step 1 needs no read of the outs up to round r - 1 + S). */
 static inline void all_posted(red_state_t *st, uint32_t r)
@@ -1012,7 +1021,7 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
              t->shm_nt);
         if (first && st->lines)
             line_post(st, me, r, sig, in, lined ? bytes : 0);
-        t->reduce_lines += (uint64_t)lined;
+        t->reduce_lines += (uint64_t)lined; /* a line call takes one round */
         if (small && (!reader || !bytes)) {
             finish_round(st, me, r); /* 6. */
             break;
@@ -1206,10 +1215,13 @@ static void refresh_flags(numacoll_team_t *t, red_state_t *st)
     /* my words of the call lines move in calls' first rounds only: after
      * 2^30 rounds without one nobody waits for them (a call's first round
      * would have posted one), and the rounds to come are all after last */
-    if (st->lines && last - st->line_pub > (1u << 30)) {
+    if (st->lines && last - st->line_scan > (1u << 28)) {
+        st->line_scan = last;
         for (unsigned sl = 0; sl < (unsigned)st->S; sl++)
-            atomic_store_explicit(&word_at(st, sl, me)->seq, last, memory_order_relaxed);
-        st->line_pub = last;
+            if (last - st->line_pub[sl] > (1u << 30)) {
+                atomic_store_explicit(&word_at(st, sl, me)->seq, last, memory_order_relaxed);
+                st->line_pub[sl] = last;
+            }
     }
 }
 

@@ -122,7 +122,7 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
       "1: on a node with several NUMA nodes, reductions combine each NUMA node's members first, " \
       "then the NUMA nodes (docs/reduce.md); 0: one fold in rank order, the same bits on any node.") \
     X(REDUCE_LINES, NC_PT_INT, "1", 0, 1, NULL, "bool",                                         \
-      "1: in a team of up to 8, a reduction of at most 64 / p - 8 bytes (24 at p = 2) in "     \
+      "1: in a team of up to 4, a reduction of at most 64 / p - 8 bytes (24 at p = 2) in "     \
       "elements of up to 8 bytes goes through one cache line all members write and poll "      \
       "(docs/reduce.md, \"Line calls\"); 0: through the members' own slots, as larger ones.")   \
     /* ---- gather family (coll/nc_gather.c) ---- */                                         \

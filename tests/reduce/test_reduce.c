@@ -708,10 +708,10 @@ static int run_call(numacoll_team_t *tm, int rank, int p, const call_t *c, bufs_
         CHECK((tm->reduce_cma > cma0) == want, "%s: %s by CMA", what, want ? "not" : "went");
     }
     if (g_expect_lines >= 0) {
-        /* coll/nc_reduce.c "Line calls": p <= 8, elements of up to 8 bytes, at most
+        /* coll/nc_reduce.c "Line calls": p <= 4, elements of up to 8 bytes, at most
          * 64 / p rounded down to 8, less the 8-byte word */
-        const size_t part = p <= 8 ? (size_t)(64 / p) / 8 * 8 : 0;
-        const int want = g_expect_lines && p > 1 && p <= 8 && es <= 8 && n + 8 <= part &&
+        const size_t part = p <= 4 ? (size_t)(64 / p) / 8 * 8 : 0;
+        const int want = g_expect_lines && p > 1 && p <= 4 && es <= 8 && n + 8 <= part &&
                          n <= g_small_max;
         CHECK((tm->reduce_lines > lines0) == want, "%s: %s by a call line", what,
               want ? "not" : "went");
