@@ -344,6 +344,19 @@ static inline void next_slot(red_state_t *st)
     st->next = st->next + 1u == (unsigned)st->S ? 0 : st->next + 1u;
 }
 
+/* Bytes of a member's part of a call line: its word, then its data. */
+static size_t line_part(int p)
+{
+    return (size_t)(NC_CACHELINE / p) / 8 * 8;
+}
+
+size_t nc_reduce_line_max(int p, int slots, size_t page)
+{
+    if (p < 2 || p > RED_LINE_MAX || RED_LINES_OFF + (size_t)slots * NC_CACHELINE > page)
+        return 0;
+    return line_part(p) - sizeof(red_word_t);
+}
+
 /* Member k's word in the call line of slot `slot`. */
 static inline red_word_t *word_at(const red_state_t *st, unsigned slot, int k)
 {
@@ -480,10 +493,9 @@ int nc_reduce_init(struct numacoll_team *t)
     /* The call lines: member 0 owns the page (its first touch placed it), so
      * it writes every member's words ("round seq0 - 1 is over") before
      * exchange #2. */
-    if (NC_CFG_NUM(&t->cfg, REDUCE_LINES) && p <= RED_LINE_MAX &&
-        RED_LINES_OFF + (size_t)st->S * NC_CACHELINE <= page) {
+    if (NC_CFG_NUM(&t->cfg, REDUCE_LINES) && nc_reduce_line_max(p, st->S, page)) {
         st->lines = (char *)st->ctl[0] + RED_LINES_OFF;
-        st->lpart = (size_t)(NC_CACHELINE / p) / 8 * 8;
+        st->lpart = line_part(p);
         if (!(st->line_pub = malloc((size_t)st->S * sizeof *st->line_pub)))
             return NUMACOLL_ERR_NOMEM;
         for (int sl = 0; sl < st->S; sl++)

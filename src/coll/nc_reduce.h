@@ -29,6 +29,11 @@ typedef struct nc_red_kernel {
 /* The kernels of (op, type), or NULL when op is not defined on type. */
 const nc_red_kernel_t *nc_red_kernel(numacoll_op_t op, numacoll_type_t type);
 
+/* Line calls (coll/nc_reduce.c "Line calls"): the most bytes one carries in a
+ * team of p with `slots` slots on pages of `page` bytes; 0: such a team has no
+ * call lines (NUMACOLL_REDUCE_LINES aside). */
+size_t nc_reduce_line_max(int p, int slots, size_t page);
+
 /* "sum", "double", ... for messages; "?" when out of range. */
 const char *nc_red_op_name(int op);
 const char *nc_red_type_name(int type);

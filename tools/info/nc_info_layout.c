@@ -388,6 +388,24 @@ void nc_info_print_coll_plans(FILE *out, int p, const int *leaders, double ratio
                 : pl.D == 1        ? "one NUMA group"
                                    : "one member per NUMA group");
     nc_numa_plan_free(&pl);
+    /* the small calls (coll/nc_reduce.c "Line calls") */
+    char lines[16] = "1", small[32] = "?", slots[16] = "4";
+    numacoll_param_get("NUMACOLL_REDUCE_LINES", lines, sizeof lines, NULL);
+    numacoll_param_get("NUMACOLL_REDUCE_SMALL_MAX", small, sizeof small, NULL);
+    numacoll_param_get("NUMACOLL_REDUCE_SLOTS", slots, sizeof slots, NULL);
+    const size_t lmax = nc_reduce_line_max(p, atoi(slots), (size_t)sysconf(_SC_PAGESIZE));
+    if (strcmp(lines, "0") && lmax)
+        fprintf(out, "  small calls, up to %s bytes (NUMACOLL_REDUCE_SMALL_MAX): one hand-off; up "
+                     "to %zu bytes in elements of up to 8 bytes through one cache line all "
+                     "members share (NUMACOLL_REDUCE_LINES=1), larger ones through their slots\n",
+                small, lmax);
+    else
+        fprintf(out, "  small calls, up to %s bytes (NUMACOLL_REDUCE_SMALL_MAX): one hand-off "
+                     "through the members' slots (no call lines: %s)\n",
+                small, !strcmp(lines, "0") ? "NUMACOLL_REDUCE_LINES=0"
+                       : p < 2             ? "one member"
+                       : p > 4             ? "more than 4 members"
+                                           : "NUMACOLL_REDUCE_SLOTS fill the control page");
     /* the gather family (coll/nc_gather.c) */
     char f[32] = "?", s[32] = "?", in[32] = "?", agmin[32] = "?";
     numacoll_param_get("NUMACOLL_GATHER_FRAG_SIZE", f, sizeof f, NULL);
