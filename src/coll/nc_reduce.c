@@ -647,6 +647,16 @@ static void combine2(red_state_t *st, const red_op_t *op, char *dst, const char 
     }
 }
 
+/* A small call's combine of st->src (steps 3s, 3l), in the documented order. */
+static void combine_small(red_state_t *st, const red_op_t *op, char *dst, int two, int p,
+                          size_t n)
+{
+    if (two)
+        combine2(st, op, dst, st->src, n);
+    else
+        combine(op, dst, st->src, p, n);
+}
+
 /* Step 3's check of the headers (every member's slot of round r). */
 static int check_headers(numacoll_team_t *t, red_state_t *st, uint64_t bytes,
                          uint32_t code, uint32_t elem, int root)
@@ -1054,12 +1064,8 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
                 }
                 st->src[k] = (const char *)(w + 1);
             }
-            if (!rc) {
-                if (two)
-                    combine2(st, op, out, st->src, m);
-                else
-                    combine(op, out, st->src, p, m);
-            }
+            if (!rc)
+                combine_small(st, op, out, two, p, m);
             finish_round(st, me, r); /* 6. */
             break;
         }
@@ -1083,10 +1089,7 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
             /* 3s. */
             for (int k = 0; k < p; k++)
                 st->src[k] = data_of(slot_of(st, k));
-            if (two)
-                combine2(st, op, out, st->src, m);
-            else
-                combine(op, out, st->src, p, m);
+            combine_small(st, op, out, two, p, m);
             finish_round(st, me, r); /* 6. */
             break;
         }
@@ -1224,9 +1227,10 @@ static void refresh_flags(numacoll_team_t *t, red_state_t *st)
         atomic_store_explicit(&st->ctl[me]->fwd, last, memory_order_relaxed);
         st->fwd_pub = last;
     }
-    /* my words of the call lines move in calls' first rounds only: after
-     * 2^30 rounds without one nobody waits for them (a call's first round
-     * would have posted one), and the rounds to come are all after last */
+    /* my word of a slot's call line moves in the first rounds of calls
+     * that start in that slot only: after 2^30 rounds without one nobody
+     * waits for it (such a round would have posted it), and the rounds to
+     * come are all after last */
     if (st->lines && last - st->line_scan > (1u << 28)) {
         st->line_scan = last;
         for (unsigned sl = 0; sl < (unsigned)st->S; sl++)

@@ -138,12 +138,18 @@ int nc_bench_coll_has_copy_limit(enum nc_bench_coll c)
     return c == NC_BENCH_BCAST || nc_bench_coll_is_exchange(c);
 }
 
-int nc_bench_has_copy_limit(const struct nc_bench_opts *o)
+/* Some collective of the run has what `has` asks for. */
+static int any_coll(const struct nc_bench_opts *o, int (*has)(enum nc_bench_coll))
 {
     for (int c = 0; c < o->ncoll; c++)
-        if (nc_bench_coll_has_copy_limit(o->coll[c]))
+        if (has(o->coll[c]))
             return 1;
     return 0;
+}
+
+int nc_bench_has_copy_limit(const struct nc_bench_opts *o)
+{
+    return any_coll(o, nc_bench_coll_has_copy_limit);
 }
 
 int nc_bench_coll_has_sync_limit(enum nc_bench_coll c)
@@ -153,10 +159,7 @@ int nc_bench_coll_has_sync_limit(enum nc_bench_coll c)
 
 int nc_bench_has_sync_limit(const struct nc_bench_opts *o)
 {
-    for (int c = 0; c < o->ncoll; c++)
-        if (nc_bench_coll_has_sync_limit(o->coll[c]))
-            return 1;
-    return 0;
+    return any_coll(o, nc_bench_coll_has_sync_limit);
 }
 
 int nc_bench_coll_is_reduction(enum nc_bench_coll c)
@@ -166,10 +169,7 @@ int nc_bench_coll_is_reduction(enum nc_bench_coll c)
 
 int nc_bench_has_reduction(const struct nc_bench_opts *o)
 {
-    for (int c = 0; c < o->ncoll; c++)
-        if (nc_bench_coll_is_reduction(o->coll[c]))
-            return 1;
-    return 0;
+    return any_coll(o, nc_bench_coll_is_reduction);
 }
 
 /* ---- reductions: --type and --op ------------------------------------------------ */
