@@ -366,22 +366,30 @@ static int node_reduce(nc_mpi_comm_t *c, const qual_t *q, const void *in, void *
 
 /* ---- the call ----------------------------------------------------------------------- */
 
-/* Contiguous bytes of (buf, count, dt): the buffer itself, or packed scratch
- * (*scratch set; filled when fill). NULL on out of memory. */
-static char *as_bytes(const qual_t *q, void *buf, int count, MPI_Datatype dt, size_t bytes,
-                      MPI_Comm comm, int fill, char **scratch)
+/* Contiguous bytes of (buf, count, dt) in *out: the buffer itself (NULL
+ * when the user passed NULL, which MPI allows with a count of 0), or packed
+ * scratch (*scratch set; filled when fill). -1 when the scratch could not be
+ * allocated, else 0. */
+static int as_bytes(const qual_t *q, void *buf, int count, MPI_Datatype dt, size_t bytes,
+                    MPI_Comm comm, int fill, char **out, char **scratch)
 {
     char *start;
-    if (q->in_place_layout || (q->named && dt == q->base))
-        return buf;
-    if (nc_dtype_contiguous(buf, count, dt, &start))
-        return start;
-    *scratch = malloc(bytes ? bytes : 1);
-    if (*scratch && fill && bytes) {
+    if (q->in_place_layout || (q->named && dt == q->base)) {
+        *out = buf;
+        return 0;
+    }
+    if (nc_dtype_contiguous(buf, count, dt, &start)) {
+        *out = start;
+        return 0;
+    }
+    *out = *scratch = malloc(bytes ? bytes : 1);
+    if (!*scratch)
+        return -1;
+    if (fill && bytes) {
         int pos = 0;
         PMPI_Pack(buf, count, dt, *scratch, (int)bytes, &pos, comm);
     }
-    return *scratch;
+    return 0;
 }
 
 static int reduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dt,
@@ -420,21 +428,24 @@ static int reduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
 
     /* 2. */
     char *sscratch = NULL, *rscratch = NULL, *in = NULL, *out = NULL;
-    int rc = 0;
+    int rc = 0, oom = 0;
     if (reader) {
-        out = as_bytes(&q, rbuf, count, rdt, bytes, comm, in_place, &rscratch);
-        in = in_place ? out : as_bytes(&q, sbuf, count, sdt, bytes, comm, 1, &sscratch);
+        oom = as_bytes(&q, rbuf, count, rdt, bytes, comm, in_place, &out, &rscratch);
+        if (in_place)
+            in = out;
+        else
+            oom |= as_bytes(&q, sbuf, count, sdt, bytes, comm, 1, &in, &sscratch);
     } else {
-        in = as_bytes(&q, sbuf, count, sdt, bytes, comm, 1, &sscratch);
+        oom = as_bytes(&q, sbuf, count, sdt, bytes, comm, 1, &in, &sscratch);
     }
     const int my_node = c->node_of[me];
     const int leader = c->leaders != MPI_COMM_NULL;
     /* A leader of several nodes needs a result buffer even when it is not
      * the root. */
     char *lscratch = NULL;
-    if (c->nnodes > 1 && leader && !out)
-        out = lscratch = malloc(bytes ? bytes : 1);
-    if ((reader && !out) || !in || (c->nnodes > 1 && leader && !out)) {
+    if (c->nnodes > 1 && leader && !out && !(out = lscratch = malloc(bytes ? bytes : 1)))
+        oom = -1;
+    if (oom) {
         /* Out of memory: MPI's own failure mode here is to abort. */
         nc_log_error("%s: out of memory for %zu bytes of scratch", name, bytes);
         PMPI_Abort(comm, MPI_ERR_NO_MEM);

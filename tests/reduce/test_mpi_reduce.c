@@ -1199,6 +1199,40 @@ static void repro(shape_t *s, size_t n, int repeats)
     free(hs);
 }
 
+/* Count 0 with NULL buffers (MPI allows any buffer there, and programs pass
+ * NULL): MPI_SUCCESS on every rank, and numacoll takes the calls. */
+static void null_zero(shape_t *s)
+{
+    MPI_Datatype vec;
+    MPI_Type_vector(3, 1, 2, MPI_DOUBLE, &vec);
+    MPI_Type_commit(&vec);
+    /* a predefined op on a derived type: numacoll's extension (the MPI
+     * libraries refuse it, and p = 1 goes to them) */
+    const MPI_Datatype dvec = s->size > 1 ? vec : MPI_DOUBLE;
+    const unsigned long long before = nc_calls();
+    int rc, n = 0;
+    if ((rc = MPI_Allreduce(NULL, NULL, 0, MPI_INT, MPI_SUM, s->comm)) != MPI_SUCCESS)
+        fail("%s: MPI_Allreduce(NULL, NULL, 0) returned %d", s->name, rc);
+    n++;
+    if ((rc = MPI_Allreduce(MPI_IN_PLACE, NULL, 0, MPI_DOUBLE, MPI_MAX, s->comm)) != MPI_SUCCESS)
+        fail("%s: MPI_Allreduce(MPI_IN_PLACE, NULL, 0) returned %d", s->name, rc);
+    n++;
+    if ((rc = MPI_Allreduce(NULL, NULL, 0, dvec, MPI_SUM, s->comm)) != MPI_SUCCESS)
+        fail("%s: MPI_Allreduce(NULL, NULL, 0, vector) returned %d", s->name, rc);
+    n++;
+    for (int root = 0; root < s->size; root++, n++) {
+        void *sb = s->rank == root && root % 2 ? MPI_IN_PLACE : NULL;
+        if ((rc = MPI_Reduce(sb, NULL, 0, root % 2 ? dvec : MPI_LONG, MPI_SUM, root, s->comm)) !=
+            MPI_SUCCESS)
+            fail("%s: MPI_Reduce(%s, NULL, 0, root %d) returned %d", s->name,
+                 sb ? "MPI_IN_PLACE" : "NULL", root, rc);
+    }
+    /* numacoll's calls on a team: every one of them (p = 1 goes to PMPI) */
+    if (s->size > 1 && one_node(s->comm) && nc_calls() - before != (unsigned long long)n)
+        fail("%s: numacoll took %llu of %d calls of count 0", s->name, nc_calls() - before, n);
+    MPI_Type_free(&vec);
+}
+
 static void run_shape(shape_t *s)
 {
     if (s->comm == MPI_COMM_NULL)
@@ -1206,6 +1240,7 @@ static void run_shape(shape_t *s)
     MPI_Comm_rank(s->comm, &s->rank);
     MPI_Comm_size(s->comm, &s->size);
     int full = !quick;
+    null_zero(s);
     matrix(s, full + s->world);
     paths(s, full);
     derived(s, full);
