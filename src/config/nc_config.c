@@ -41,7 +41,8 @@ int nc_param_lookup(const char *name)
 
 const char *nc_param_source_name(nc_param_source_t src)
 {
-    static const char *names[] = {"default", "env", "tune-file", "api"};
+    static const char *names[] = {"default", "env", "tune-file", "api",
+                                  "default: the environment's value is not valid"};
     return names[src];
 }
 
@@ -173,6 +174,71 @@ static int global_err;            /* first error found in the environment */
 static char global_errmsg[256];
 static int global_verbose;
 
+/* NUMACOLL_* variables that are not tunables: those of numacoll's tools,
+ * build and tests (prefixes). */
+static const char *const tool_vars[] = {"BENCH_", "BIND_",  "BUILD_", "FUZZ_",          "GUEST_",
+                                        "INFO_",  "MPIEXEC_", "TEST_",  "TOPO_FIXTURES", "TUNE_",
+                                        "UPDATE_GOLDEN", "XML_FIXTURES"};
+
+/* Edit distance of a and b (at most 63 characters each; longer: far). */
+static int distance(const char *a, const char *b)
+{
+    size_t n = strlen(a), m = strlen(b);
+    if (n > 63 || m > 63)
+        return 64;
+    int d[64][64];
+    for (size_t i = 0; i <= n; i++)
+        for (size_t j = 0; j <= m; j++) {
+            if (!i || !j) {
+                d[i][j] = (int)(i + j);
+                continue;
+            }
+            int v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < v)
+                v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v)
+                v = d[i][j - 1] + 1;
+            d[i][j] = v;
+        }
+    return d[n][m];
+}
+
+/* The environment's NUMACOLL_* variables that are neither tunables nor the
+ * tools', into global_warnmsg (a typo would else be ignored in silence),
+ * each with the nearest tunable's name when it is close. */
+static char global_warnmsg[512];
+
+static void unknown_env_locked(void)
+{
+    extern char **environ;
+    size_t len = 0;
+    global_warnmsg[0] = '\0';
+    for (char **e = environ; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (strncmp(*e, "NUMACOLL_", 9) || !eq || eq - *e - 9 >= 64)
+            continue;
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(eq - *e - 9), *e + 9);
+        int known = nc_param_lookup(name) >= 0;
+        for (size_t k = 0; k < sizeof tool_vars / sizeof tool_vars[0] && !known; k++)
+            known = !strncmp(name, tool_vars[k], strlen(tool_vars[k]));
+        if (known)
+            continue;
+        int best = -1, bd = 4; /* a typo: a few edits away */
+        for (int i = 0; i < NC_PARAM_COUNT; i++) {
+            const int dd = distance(name, params[i].name);
+            if (dd < bd)
+                bd = dd, best = i;
+        }
+        char hint[96] = "";
+        if (best >= 0)
+            snprintf(hint, sizeof hint, " (did you mean NUMACOLL_%s?)", params[best].name);
+        if (len < sizeof global_warnmsg)
+            len += (size_t)snprintf(global_warnmsg + len, sizeof global_warnmsg - len, "%sNUMACOLL_%s%s",
+                                    len ? ", " : "", name, hint);
+    }
+}
+
 static void load_locked(void)
 {
     char err[256];
@@ -187,6 +253,7 @@ static void load_locked(void)
         if (e) {
             nc_param_value_t v = {.source = NC_SRC_ENV};
             if (nc_param_parse(i, e, &v, err, sizeof err)) {
+                global.v[i].source = NC_SRC_ENV_BAD;
                 if (!global_err) {
                     global_err = NUMACOLL_ERR_TUNABLE;
                     snprintf(global_errmsg, sizeof global_errmsg, "%s", err);
@@ -196,6 +263,7 @@ static void load_locked(void)
             }
         }
     }
+    unknown_env_locked();
     /* Tune file for this node's core count, only over defaults: env wins. */
     nc_tunefile_apply(&global, 0);
     if (!global_err && nc_config_check(&global, err, sizeof err)) {
@@ -218,11 +286,16 @@ int nc_config_snapshot(nc_config_t *out)
     ensure_loaded_locked();
     *out = global;
     int rc = global_err;
-    char msg[256];
+    char msg[256], warn[sizeof global_warnmsg];
     snprintf(msg, sizeof msg, "%s", global_errmsg);
+    snprintf(warn, sizeof warn, "%s", global_warnmsg);
     pthread_mutex_unlock(&global_lock);
+    if (warn[0])
+        nc_log_warn_once("unknown-env", "not numacoll tunables, ignored: %s (numacoll-info --params "
+                                        "lists them)", warn);
     if (rc)
-        nc_log_error_once("%s", msg);
+        nc_log_error_once("%s; numacoll sets up nothing until it is fixed (in MPI: every "
+                          "collective goes to the MPI library)", msg);
     return rc;
 }
 

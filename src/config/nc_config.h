@@ -203,7 +203,15 @@ enum {
     NC_PARAM_COUNT
 };
 
-typedef enum { NC_SRC_DEFAULT = 0, NC_SRC_ENV, NC_SRC_TUNE_FILE, NC_SRC_API } nc_param_source_t;
+/* NC_SRC_ENV_BAD: the default, because the environment's value is not valid
+ * (the configuration is then in error: no team is made until it is fixed). */
+typedef enum {
+    NC_SRC_DEFAULT = 0,
+    NC_SRC_ENV,
+    NC_SRC_TUNE_FILE,
+    NC_SRC_API,
+    NC_SRC_ENV_BAD
+} nc_param_source_t;
 
 typedef struct nc_param_value {
     int64_t num;   /* number; enum index; tree kind */

@@ -6,9 +6,13 @@
  * memory (nobody leaves barrier k before everyone entered it), and
  * MPI_THREAD_MULTIPLE with collectives on different communicators from
  * different threads, and RMA epochs (passive and active target) ended
- * around numacoll's collectives.
+ * around numacoll's collectives; a tunable that decides which collective
+ * calls a rank makes (NUMACOLL_DISABLE, NUMACOLL_*_ENABLE,
+ * NUMACOLL_COMM_MIN_CALLS, NUMACOLL_STATS) set on world rank 0 only: agreed
+ * at MPI_Init, no hang, the same path on every rank.
  *
- * Usage: test_mpi_misc commloop [N]|teamcache|budget|spawn|barrier|rma|threads
+ * Usage: test_mpi_misc commloop [N]|teamcache|budget|spawn|barrier|rma|threads|
+ *        agree NAME VALUE
  */
 #include <dirent.h>
 #include <mpi.h>
@@ -18,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "numacoll.h"
 #include "numacoll_mpi.h"
 
 static int wrank, wsize, failures;
@@ -539,10 +544,76 @@ static void rma_test(void)
                N, N);
 }
 
+/* World rank 0 alone had `name` set to `value` before MPI_Init (agree_pre()):
+ * every rank must now have the agreed value and take the same path in
+ * every collective, and the results are right. */
+static void agree_test(const char *name, const char *value)
+{
+    char v[64];
+    CHECK(numacoll_param_get(name, v, sizeof v, NULL) == 0, "numacoll_param_get(%s)", name);
+    long mine = strtol(v, NULL, 10), lo, hi;
+    MPI_Allreduce(&mine, &hi, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(&mine, &lo, 1, MPI_LONG, MPI_MIN, MPI_COMM_WORLD);
+    CHECK(lo == hi, "%s: ranks have %ld to %ld after MPI_Init", name, lo, hi);
+    /* the safe value: numacoll off for what rank 0 turned off, its calls and stats */
+    CHECK(mine == strtol(value, NULL, 10), "%s = %ld, rank 0 set %s", name, mine, value);
+    MPI_Comm dup;
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    MPI_Comm comms[2] = {MPI_COMM_WORLD, dup};
+    for (int k = 0; k < 2; k++)
+        for (int it = 0; it < 6; it++) {
+            int x = wrank == it % wsize ? 1000 + it : -1, one = wrank + 1, sum = -1;
+            MPI_Bcast(&x, 1, MPI_INT, it % wsize, comms[k]);
+            CHECK(x == 1000 + it, "bcast %d: %d", it, x);
+            MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, comms[k]);
+            CHECK(sum == wsize * (wsize + 1) / 2, "allreduce %d: %d", it, sum);
+            MPI_Barrier(comms[k]);
+            int counts[64], displs[64], all[64];
+            for (int r = 0; r < wsize && r < 64; r++)
+                counts[r] = 1, displs[r] = wsize - 1 - r;
+            MPI_Allgatherv(&one, 1, MPI_INT, all, counts, displs, MPI_INT, comms[k]);
+            for (int r = 0; r < wsize && r < 64; r++)
+                CHECK(all[wsize - 1 - r] == r + 1, "allgatherv %d: [%d] = %d", it, r, all[r]);
+        }
+    MPI_Comm_free(&dup);
+    /* the same path on every rank: numacoll's call counts agree */
+    numacoll_mpi_stats_t st;
+    CHECK(numacoll_mpi_stats(&st) == 0, "numacoll_mpi_stats");
+    unsigned long long c[NUMACOLL_MPI_NCOLL], cmin[NUMACOLL_MPI_NCOLL], cmax[NUMACOLL_MPI_NCOLL];
+    for (int i = 0; i < NUMACOLL_MPI_NCOLL; i++)
+        c[i] = st.calls_numacoll[i];
+    MPI_Allreduce(c, cmin, NUMACOLL_MPI_NCOLL, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(c, cmax, NUMACOLL_MPI_NCOLL, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+    for (int i = 0; i < NUMACOLL_MPI_NCOLL; i++)
+        CHECK(cmin[i] == cmax[i], "%s: collective %d taken by numacoll %llu to %llu times", name,
+              i, cmin[i], cmax[i]);
+    const int off = (!strcmp(name, "NUMACOLL_DISABLE") && mine) ||
+                    (strstr(name, "_ENABLE") && !mine);
+    const int coll = !strcmp(name, "NUMACOLL_BCAST_ENABLE")       ? NUMACOLL_MPI_BCAST
+                     : !strcmp(name, "NUMACOLL_ALLREDUCE_ENABLE") ? NUMACOLL_MPI_ALLREDUCE
+                                                                  : NUMACOLL_MPI_BARRIER;
+    if (off && wsize > 1)
+        CHECK(c[coll] == 0, "%s=%ld, but numacoll took %llu calls", name, mine, c[coll]);
+    else if (wsize > 1)
+        CHECK(c[coll] > 0, "%s=%ld, and numacoll took no call", name, mine);
+}
+
+/* Before MPI_Init: world rank 0 (from the launcher's environment) sets it. */
+static void agree_pre(const char *name, const char *value)
+{
+    const char *r = getenv("OMPI_COMM_WORLD_RANK");
+    if (!r)
+        r = getenv("PMI_RANK");
+    if (r && !strcmp(r, "0") && numacoll_param_set(name, value))
+        fprintf(stderr, "numacoll_param_set(%s, %s) failed\n", name, value);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
     int provided;
+    if (!strcmp(mode, "agree") && argc > 3)
+        agree_pre(argv[2], argv[3]);
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     MPI_Comm_size(MPI_COMM_WORLD, &wsize);
@@ -572,8 +643,11 @@ int main(int argc, char **argv)
             return 77;
         }
         threads_test();
+    } else if (!strcmp(mode, "agree") && argc > 3) {
+        agree_test(argv[2], argv[3]);
     } else {
-        fprintf(stderr, "usage: test_mpi_misc commloop|teamcache|budget|spawn|barrier|rma|threads\n");
+        fprintf(stderr, "usage: test_mpi_misc commloop|teamcache|budget|spawn|barrier|rma|threads|"
+                        "agree NAME VALUE\n");
         failures = 1;
     }
     int all;

@@ -59,7 +59,13 @@ void nc_info_print_markdown(FILE *out)
             "     do not edit by hand. The test tools.info.tunables_md fails when it is stale. -->\n\n"
             "Every tunable is an environment variable. A team takes a snapshot of the values when\n"
             "it is created; `numacoll_param_set(name, value)` changes them for teams created\n"
-            "afterwards. Invalid values are rejected with a message naming the valid ones.\n\n"
+            "afterwards. Invalid values are rejected with a message naming the valid ones, and\n"
+            "numacoll then sets up nothing (in MPI, every collective goes to the MPI library) until\n"
+            "they are fixed; a `NUMACOLL_*` variable that is not a tunable gets a warning naming\n"
+            "the nearest one. `NUMACOLL_DISABLE`, the `NUMACOLL_*_ENABLE` switches,\n"
+            "`NUMACOLL_COMM_MIN_CALLS` and `NUMACOLL_STATS` are agreed over `MPI_COMM_WORLD` in\n"
+            "`MPI_Init`: a value that differs between the ranks is reported and every rank takes\n"
+            "the safe one (off if any rank turned it off, the largest count, statistics on).\n\n"
             "| Variable | Default | Unit | Range | Description |\n"
             "| --- | --- | --- | --- | --- |\n");
     for (int i = 0; i < NC_PARAM_COUNT; i++) {
