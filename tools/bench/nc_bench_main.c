@@ -33,7 +33,8 @@
 
 static int usage_error(const char *msg)
 {
-    fprintf(stderr, "numacoll-bench: %s\n", msg);
+    if (nc_tool_launcher_rank() == 0)
+        fprintf(stderr, "numacoll-bench: %s\n", msg);
     return NC_BENCH_EXIT_USAGE;
 }
 

@@ -17,6 +17,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* The launcher's rank of this process before MPI_Init (0 when started
+ * alone): usage errors, found before MPI_Init on every rank, are printed by
+ * rank 0 only. */
+static inline int nc_tool_launcher_rank(void)
+{
+    const char *r = getenv("OMPI_COMM_WORLD_RANK");
+    if (!r)
+        r = getenv("PMI_RANK");
+    return r ? atoi(r) : 0;
+}
+
 static inline void nc_tool_check_launcher(const char *tool)
 {
     int size = 0;

@@ -52,6 +52,7 @@ int nc_info_job(const nc_info_opts_t *o, int argc, char **argv)
     MPI_Barrier(dup); /* through numacoll's wrapper: sets the communicator up */
     me.active = numacoll_mpi_comm_active(dup);
     numacoll_team_t *t = numacoll_mpi_comm_team(dup);
+    int *lead = NULL; /* my team's NUMA leaders, member by member */
     me.trank = me.tsize = me.leader = -1;
     if (t) {
         numacoll_team_info_t info;
@@ -63,14 +64,16 @@ int nc_info_job(const nc_info_opts_t *o, int argc, char **argv)
         me.placement = info.placement;
         me.l = t->seg.l;
         me.cfg = t->cfg;
-        int *lead = calloc((size_t)info.size, sizeof *lead);
+        lead = calloc((size_t)info.size, sizeof *lead);
         if (lead && !numacoll_team_leaders(t, lead)) {
             size_t n = 0;
             for (int i = 0; i < info.size && n + 12 < sizeof me.leaders; i++)
                 n += (size_t)snprintf(me.leaders + n, sizeof me.leaders - n, "%s%d", i ? "," : "",
                                       lead[i]);
+        } else {
+            free(lead);
+            lead = NULL;
         }
-        free(lead);
         const nc_layout_t *l = &t->seg.l;
         char *base = t->seg.base, *blk = base + l->rank_off + (size_t)info.rank * l->rank_bytes;
         nc_info_pages_where(blk, l->ctrl_bytes, l->page, me.ctrl, sizeof me.ctrl);
@@ -90,7 +93,7 @@ int nc_info_job(const nc_info_opts_t *o, int argc, char **argv)
     job_rec_t *all = rank == 0 ? calloc((size_t)size, sizeof *all) : NULL;
     PMPI_Gather(&me, (int)sizeof me, MPI_BYTE, all, (int)sizeof me, MPI_BYTE, 0, MPI_COMM_WORLD);
 
-    if (rank == 0 && all) {
+    if (rank == 0 && all && (o->sections & NC_INFO_PLACEMENT)) {
         printf("== Job (%d ranks; numacoll's view of a duplicate of MPI_COMM_WORLD)\n", size);
         printf("  %5s %-16s %-12s %5s %-8s %6s %6s %s\n", "rank", "host", "cpus", "numa",
                "numacoll", "member", "leader", "leaders[] of its node");
@@ -101,7 +104,10 @@ int nc_info_job(const nc_info_opts_t *o, int argc, char **argv)
                    r->trank, r->leader, r->leaders);
         }
         printf("\n");
-        /* Figure 1 for rank 0's node: its members in team order. */
+    }
+    if (rank == 0 && all && (o->sections & (NC_INFO_PLACEMENT | NC_INFO_LAYOUT))) {
+        /* Figure 1 for rank 0's node: its members in team order, and what
+         * the collectives do on its NUMA nodes. */
         if (all[0].tsize > 0) {
             int p = all[0].tsize;
             const job_rec_t **mem = calloc((size_t)p, sizeof *mem);
@@ -117,6 +123,14 @@ int nc_info_job(const nc_info_opts_t *o, int argc, char **argv)
             if (complete) {
                 for (int i = 0; i < p; i++)
                     numa[i] = mem[i]->numa;
+                if ((o->sections & NC_INFO_PLACEMENT) && lead && topo) {
+                    printf("== What the collectives do on rank 0's node (%d members)\n", p);
+                    nc_info_print_coll_plans(stdout, p, lead,
+                                             nc_topo_numa_ratio(topo->topo, p, numa));
+                    printf("\n");
+                }
+            }
+            if (complete && (o->sections & NC_INFO_LAYOUT)) {
                 int n = nc_info_layout_rows(&all[0].l, numa, rows);
                 snprintf(rows[0].actual, sizeof rows[0].actual, "%s", mem[0]->hdr);
                 snprintf(rows[1].actual, sizeof rows[0].actual, "%s", mem[0]->sets);
@@ -133,7 +147,7 @@ int nc_info_job(const nc_info_opts_t *o, int argc, char **argv)
                 snprintf(note, sizeof note, "node %s, measured by each member", all[0].host);
                 nc_info_print_layout(stdout, &all[0].l, &all[0].cfg, rows, n, note);
                 nc_info_print_budget(stdout, &all[0].l, &all[0].cfg);
-            } else {
+            } else if (!complete) {
                 printf("(segment of rank 0's node not shown: members not found among the ranks)\n\n");
             }
             free(mem);
@@ -143,6 +157,8 @@ int nc_info_job(const nc_info_opts_t *o, int argc, char **argv)
             printf("numacoll is not active on rank 0's node (one rank per node, "
                    "NUMACOLL_DISABLE=1, or an error): no segment\n\n");
         }
+    }
+    if (rank == 0 && all) {
         nc_info_machine_t m = {0};
         if (topo && (o->sections & NC_INFO_TOPOLOGY)) {
             m.topo = topo->topo;
@@ -167,6 +183,7 @@ int nc_info_job(const nc_info_opts_t *o, int argc, char **argv)
         fflush(stdout);
     }
     free(all);
+    free(lead);
     MPI_Comm_free(&dup);
     nc_topo_free(topo);
     MPI_Finalize();

@@ -10,6 +10,7 @@
  *   numacoll-info --topology "numa:2 core:4 pu:2" | --topology machine.xml
  */
 #include <getopt.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,7 +84,11 @@ static int load_machine(const char *desc, nc_info_machine_t *m)
         rc = nc_topo_load(&t);
     else if (!stat(desc, &st))
         rc = nc_topo_load_xml(desc, &t);
-    else
+    else if (strchr(desc, '/') || strstr(desc, ".xml")) {
+        /* a path, not a synthetic description ("numa:2 core:4") */
+        fprintf(stderr, "numacoll-info: --topology %s: %s\n", desc, strerror(errno));
+        return NUMACOLL_ERR_TOPO;
+    } else
         rc = nc_topo_load_synthetic(desc, &t);
     if (rc)
         return rc;

@@ -48,6 +48,7 @@
  *   6. the tune file section (--output), the plots (--plot).
  * Steps 2-5 tune the queue: they force NUMACOLL_TRANSPORT=shm.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
@@ -1242,6 +1243,13 @@ static void plot(const opts_t *o, const nc_model_params_t *mp, const nc_tune_set
 
 /* ---- main --------------------------------------------------------------------------------- */
 
+/* A usage error, found before MPI_Init on every rank: said by rank 0. */
+#define usage_msg(...)                                     \
+    do {                                                   \
+        if (nc_tool_launcher_rank() == 0)                  \
+            fprintf(stderr, __VA_ARGS__);                  \
+    } while (0)
+
 int main(int argc, char **argv)
 {
     opts_t o = {0};
@@ -1255,11 +1263,11 @@ int main(int argc, char **argv)
                                              {NULL, 0, NULL, 0}};
     int ch;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (ch) {
         case O_BUDGET:
             if (parse_size(optarg, &o.budget)) {
-                fprintf(stderr, "numacoll-tune: --budget %s: expected a size like 1m\n", optarg);
+                usage_msg("numacoll-tune: --budget %s: expected a size like 1m\n", optarg);
                 bad = 1;
             }
             break;
@@ -1267,11 +1275,44 @@ int main(int argc, char **argv)
         case O_OUTPUT: o.output = optarg; break;
         case O_PLOT: o.plot = optarg; break;
         case 'h': help = 1; break;
-        default: bad = 1;
+        case ':':
+            usage_msg("numacoll-tune: %s needs a value\n", argv[optind - 1]);
+            bad = 1;
+            break;
+        default:
+            usage_msg("numacoll-tune: unknown option \"%s\"\n", argv[optind - 1]);
+            bad = 1;
+        }
+    }
+    if (optind < argc) {
+        usage_msg("numacoll-tune: unexpected argument \"%s\"\n", argv[optind]);
+        bad = 1;
+    }
+    /* --output: a file that cannot be written says so now, not after the
+     * measurements (it is written through FILE.tmp.PID, then renamed) */
+    if (!bad && o.output) {
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s", o.output);
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+            snprintf(dir, sizeof dir, ".");
+        else if (slash == dir)
+            dir[1] = '\0';
+        else
+            *slash = '\0';
+        if (access(dir, W_OK | X_OK)) {
+            usage_msg("numacoll-tune: --output %s: cannot write into %s (%s)\n", o.output,
+                    dir, strerror(errno));
+            bad = 1;
+        } else if (!access(o.output, F_OK) && access(o.output, W_OK)) {
+            usage_msg("numacoll-tune: --output %s: not writable (%s)\n", o.output,
+                    strerror(errno));
+            bad = 1;
         }
     }
     if (help || bad) {
-        usage(help ? stdout : stderr);
+        if (help || nc_tool_launcher_rank() == 0)
+            usage(help ? stdout : stderr);
         return bad ? 2 : 0;
     }
 
@@ -1319,6 +1360,14 @@ int main(int argc, char **argv)
     double b = floor(o.budget / (double)page) * (double)page;
     if (b < (double)page)
         b = (double)page;
+    /* every member maps its queue of b bytes and the tuner's buffers */
+    if (b > mem / p) {
+        say("numacoll-tune: --budget %.1f GiB: more than the memory per member (%.1f GiB of "
+            "the node's memory for each of %d members)\n", b / 1073741824.0,
+            mem / p / 1073741824.0, p);
+        MPI_Finalize();
+        return 2;
+    }
     char sigtext[256], bt[32];
     nc_tune_sig_format(&sig, sigtext, sizeof sigtext);
     fmt_size(b, bt, sizeof bt);
