@@ -12,7 +12,7 @@
     X(SHM,        -4, "shared-memory segment could not be created or attached")        \
     X(TOPO,       -5, "topology could not be read (hwloc)")                            \
     X(BOOTSTRAP,  -6, "bootstrap exchange between members failed")                     \
-    X(MISMATCH,   -7, "members disagree (configuration, size or segment layout)")      \
+    X(MISMATCH,   -7, "members disagree (the call: collective, datatype or op; or the configuration)") \
     X(TRUNCATE,   -8, "message size differs from the root's")                          \
     X(PEER_DEAD,  -9, "a member of the team has died")                                 \
     X(BROKEN,    -10, "the team is unusable after an earlier fatal error")             \

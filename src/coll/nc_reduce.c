@@ -681,13 +681,19 @@ static int check_headers(numacoll_team_t *t, red_state_t *st, uint64_t bytes,
         int rc = sl->root != root                                        ? NUMACOLL_ERR_ROOT
                  : (sl->code ^ code) & ~RED_CMA_BIT || sl->elem != elem ? NUMACOLL_ERR_MISMATCH
                                                                          : NUMACOLL_ERR_TRUNCATE;
+        char r_mine[24] = "", r_theirs[24] = "";
+        if (root >= 0 || sl->root >= 0) {
+            snprintf(r_mine, sizeof r_mine, root < 0 ? ", no root" : ", root member %d", root);
+            snprintf(r_theirs, sizeof r_theirs, sl->root < 0 ? ", no root" : ", root member %d",
+                     sl->root);
+        }
         nc_log_error("%s: member %d passed %llu bytes of %s/%s%s, member %d passed %llu bytes of "
                      "%s/%s%s",
                      root < 0 ? "allreduce" : "reduce", t->rank, (unsigned long long)bytes,
                      nc_red_type_name((int)(code & 0xff)), nc_red_op_name((int)(code >> 8 & 0xff)),
-                     root < 0 ? "" : " (root given)", k, (unsigned long long)sl->bytes,
+                     r_mine, k, (unsigned long long)sl->bytes,
                      nc_red_type_name((int)(sl->code & 0xff)),
-                     nc_red_op_name((int)(sl->code >> 8 & 0xff)), root < 0 ? "" : " (root given)");
+                     nc_red_op_name((int)(sl->code >> 8 & 0xff)), r_theirs);
         return rc;
     }
     return 0;

@@ -260,7 +260,10 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
                      : set[k]                                            ? name[k]
                      : k == 1                                            ? "the default"
                      : t->nleaders > 1 ? "the members span NUMA nodes"
-                                       : cache_words(t);
+                     : t->cache_shared == 0 && nc_reduce_cma_auto(t->p) == SIZE_MAX
+                         ? "two members without a shared cache: quarter rounds through the "
+                           "segment instead"
+                         : cache_words(t);
         nc_log_info(1, "transport, reductions: CMA %s (reduce: %s), %s (allreduce: %s)", v[0],
                     why[0], v[1], why[1]);
     }

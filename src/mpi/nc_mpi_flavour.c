@@ -11,6 +11,8 @@
  *      saying which library to preload instead.
  * Two threads may both run it on their first call: same answer, one line.
  */
+/* dladdr: _GNU_SOURCE is the build's */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +53,28 @@ static int env_rank(void)
     return -1;
 }
 
+/* Where the build for the other family is, from where this library was
+ * loaded: the installed layout (lib/numacoll/<flavour>/) or the source
+ * tree's build directories (build/, build-mpich/); else the installed
+ * layout's relative name. */
+static void other_build(const char *dir, char *out, size_t len)
+{
+    Dl_info di;
+    const char *me = dladdr((void *)nc_mpi_flavour_check, &di) && di.dli_fname ? di.dli_fname
+                                                                                : "";
+    const char *other_tree = strcmp(dir, "mpich") ? "/build/" : "/build-mpich/";
+    const char *mine_tree = strcmp(dir, "mpich") ? "/build-mpich/" : "/build/";
+    const char *mine_inst = strcmp(dir, "mpich") ? "/lib/numacoll/mpich/" : "/lib/numacoll/openmpi/";
+    const char *at;
+    if ((at = strstr(me, mine_inst)))
+        snprintf(out, len, "%.*s/lib/numacoll/%s/%s", (int)(at - me), me, dir,
+                 at + strlen(mine_inst));
+    else if ((at = strstr(me, mine_tree)))
+        snprintf(out, len, "%.*s%s%s", (int)(at - me), me, other_tree, at + strlen(mine_tree));
+    else
+        snprintf(out, len, "lib/numacoll/%s/libnumacoll-mpi.so", dir);
+}
+
 int nc_mpi_flavour_check(void)
 {
     int known = atomic_load_explicit(&nc_mpi_flavour_state, memory_order_relaxed);
@@ -82,12 +106,13 @@ int nc_mpi_flavour_check(void)
                 first[n++] = *v == '\t' ? ' ' : *v;
         first[n] = '\0';
         const char *dir = strcmp(running, "MPICH") ? "openmpi" : "mpich";
+        char other[4096];
+        other_build(dir, other, sizeof other);
         nc_log_warn_once("foreign-mpi",
                          "libnumacoll-mpi.so built for %s, but this program runs %s (%s): "
                          "numacoll is off, every MPI call goes to %s; preload or link the %s build "
-                         "instead (lib/numacoll/%s/libnumacoll-mpi.so, pkg-config "
-                         "--variable=preload numacoll-%s)",
-                         NC_MPI_BUILT_FOR, running, first, running, running, dir, dir);
+                         "instead (%s; installed: pkg-config --variable=preload numacoll-%s)",
+                         NC_MPI_BUILT_FOR, running, first, running, running, other, dir);
     }
     return 1;
 }
