@@ -38,8 +38,11 @@ void nc_info_print_tune(FILE *out, int p)
     const char *origin;
     const char *f = nc_tunefile_path(path, sizeof path, &origin);
     nc_tunefile_status(status, sizeof status);
-    fprintf(out, "tune file: %s (%s)\n", f ? f : "none", origin);
-    fprintf(out, "tune file status%s: %s\n", p > 0 ? " for this team size" : "", status);
+    char line[4096 + 64];
+    snprintf(line, sizeof line, "%s (%s)", f ? f : "none", origin);
+    fprintf(out, "tune file: %s\n", line);
+    if (strcmp(line, status)) /* a file: what it gave; none: the same words */
+        fprintf(out, "tune file status%s: %s\n", p > 0 ? " for this team size" : "", status);
 }
 
 static void md_cell(FILE *out, const char *s)
