@@ -34,6 +34,7 @@
  *                                    bytes, root} and the first
  *                                    32 data bytes on line 0,
  *                                    then F - 32 more data bytes
+ *                                    (a large round's from doff)
  *
  *   stride = roundup(32 + F, page); member area = page + S * stride;
  *   P = 64 / p rounded down to 8 bytes (32 at p = 2, 16 at p = 3 and 4); a
@@ -50,6 +51,16 @@
  * more, whole rounds (4w) that overlap: red_chunk()); round j carries bytes
  * [j*C, j*C + C) of every contribution, cut into p slices of whole elements (ceil(m/p) rounded up to
  * a cache line's worth of elements when an element divides 64 bytes).
+ * A large round's data starts doff bytes into the slot's data (data_offset(),
+ * the same in every member's slot): its length L rounded up to whole pages
+ * times (r / S) mod floor(F / L rounded up), so a slot's successive uses
+ * write different pages, up to S * F bytes apart, and a member rarely writes
+ * lines another member's private cache still holds from reading them: each
+ * such store first takes the line from that cache. Measured (p = 2, the two
+ * cores sharing a cache, one run): a reduce of 64 KiB 8.4 -> 6.4 us, of 128
+ * KiB 14.3 -> 10.5 us; an allreduce of 64 KiB 9.7 -> 6.1 us; neutral without
+ * a shared cache, where the stores are streamed. Small rounds keep doff 0
+ * (their first data bytes share the header's line).
  * "Readers" are every member (allreduce) or the root (reduce).
  * Two-level ("two" below): the team's members sit on D NUMA nodes ("domains",
  * numbered by their lowest member), 1 < D < p, NUMACOLL_REDUCE_NUMA=1, and the
@@ -282,6 +293,9 @@ typedef struct red_state {
     unsigned slot;      /* the current round's slot: the rounds since the team was
                            created, modulo S (the same on every member) */
     unsigned next;      /* the next round's (next_slot()) */
+    size_t doff;        /* where the current round's data starts in every member's slot
+                           (data_at(); "Rounds" above), 0 in small rounds */
+    size_t page;
     char *lines;        /* the call lines (member 0's control page; "Line calls"), or NULL */
     size_t lpart;       /* bytes of a member's part of a call line: its word, then data */
     uint32_t *line_pub; /* [s]: the last round I posted my word of slot s's call line in */
@@ -338,6 +352,22 @@ static inline char *data_of(red_slot_t *sl)
 }
 
 /* A new round: its slot (a counter, no division on the small path). */
+/* Member k's data of the current round (a large round's: st->doff into the
+ * slot's data). */
+static inline char *data_at(const red_state_t *st, int k)
+{
+    return data_of(slot_of(st, k)) + st->doff;
+}
+
+/* Where round r's data of len bytes starts in a slot's F data bytes ("Rounds"
+ * above): the slot's successive uses take successive whole pages of it. */
+static size_t data_offset(const red_state_t *st, uint32_t r, size_t len)
+{
+    const size_t ln = (len + st->page - 1) / st->page * st->page;
+    const size_t q = ln ? st->F / ln : 1;
+    return q > 1 ? (size_t)(r / (uint32_t)st->S % q) * ln : 0;
+}
+
 static inline void next_slot(red_state_t *st)
 {
     st->slot = st->next;
@@ -437,6 +467,7 @@ int nc_reduce_init(struct numacoll_team *t)
     st->S = (int)NC_CFG_NUM(&t->cfg, REDUCE_SLOTS);
     st->F = (size_t)NC_CFG_NUM(&t->cfg, REDUCE_FRAG_SIZE);
     st->stride = slot_stride(st->F, page);
+    st->page = page;
     st->small_max = (size_t)NC_CFG_NUM(&t->cfg, REDUCE_SMALL_MAX);
     if (st->small_max > st->F)
         st->small_max = st->F;
@@ -728,7 +759,7 @@ static void post(const red_state_t *st, red_slot_t *sl, uint32_t r, const red_op
     sl->elem = (uint32_t)op->es;
     sl->root = root;
     sl->bytes = bytes;
-    char *d = data_of(sl);
+    char *d = data_of(sl) + st->doff;
     /* large rounds: streamed past my cache when the members do not all
      * share one (t->shm_nt), fenced below */
     void (*copy)(void *, const void *, size_t) = nt && !small ? nc_copy_nt : nc_copy;
@@ -1038,6 +1069,7 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
         next_slot(st);
         const size_t len = small ? bytes : (bytes - off < chunk ? bytes - off : chunk);
         const size_t m = small ? count : len / es;
+        st->doff = small ? 0 : data_offset(st, r, len);
         size_t lo = 0, hi = 0;
         if (!small)
             slice_of(m, es, p, me, &lo, &hi);
@@ -1104,7 +1136,7 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
              * buffer (in place: through private memory, its input is there) */
             if (me == root && m) {
                 for (int k = 0; k < p; k++)
-                    st->src[k] = k == me ? in + off : data_of(slot_of(st, k));
+                    st->src[k] = k == me ? in + off : data_at(st, k);
                 char *wdst = in != out ? out + off : st->part;
                 combine(op, wdst, st->src, p, m);
                 if (wdst != out + off)
@@ -1117,7 +1149,7 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
         /* The root of a reduce (not in place) reduces its slice straight
          * into its buffer: nobody else reads it. */
         const int direct = root == me && in != out;
-        char *dst = direct ? out + off + lo * es : data_of(mine) + lo * es;
+        char *dst = direct ? out + off + lo * es : data_at(st, me) + lo * es;
         if (two) {
             /* 4a. the slices I reduce over my domain: into my slot (my own
              * slice: into st->part, only I read it) */
@@ -1128,9 +1160,9 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
                     continue;
                 for (int j = 0; j < nd; j++) {
                     const int x = st->dmem[da + j];
-                    st->src[j] = (x == me ? in + off : data_of(slot_of(st, x))) + klo * es;
+                    st->src[j] = (x == me ? in + off : data_at(st, x)) + klo * es;
                 }
-                combine(op, k == me ? st->part : data_of(mine) + klo * es, st->src, nd, khi - klo);
+                combine(op, k == me ? st->part : data_at(st, me) + klo * es, st->src, nd, khi - klo);
             }
             /* release: my partials before part; pairs with the acquire in
              * wait_ctl() (step 4b). */
@@ -1142,14 +1174,14 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
                     const int w = st->work[d * p + me];
                     if (d != st->mydom && (rc2 = wait_ctl(t, &st->ctl[w]->part, r)))
                         return nc_team_fail(t, rc2);
-                    st->src[d] = d == st->mydom ? st->part : data_of(slot_of(st, w)) + lo * es;
+                    st->src[d] = d == st->mydom ? st->part : data_at(st, w) + lo * es;
                 }
                 combine(op, dst, st->src, st->D, hi - lo);
             }
         } else if (lo < hi) {
             /* 4. my slice over every member */
             for (int k = 0; k < p; k++)
-                st->src[k] = k == me ? in + off + lo * es : data_of(slot_of(st, k)) + lo * es;
+                st->src[k] = k == me ? in + off + lo * es : data_at(st, k) + lo * es;
             combine(op, dst, st->src, p, hi - lo);
         }
         /* release: my reduced slice before done, and my reads of the
@@ -1170,11 +1202,11 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
                 if ((rc2 = wait_ctl(t, &st->ctl[k]->done, r)))
                     return nc_team_fail(t, rc2);
                 char *o = out + off + klo * es;
-                nc_copy(o, data_of(slot_of(st, k)) + klo * es, (khi - klo) * es);
+                nc_copy(o, data_at(st, k) + klo * es, (khi - klo) * es);
                 if (t->shm_nt)
-                    nc_copy_nt(data_of(mine) + klo * es, o, (khi - klo) * es);
+                    nc_copy_nt(data_at(st, me) + klo * es, o, (khi - klo) * es);
                 else
-                    nc_copy(data_of(mine) + klo * es, o, (khi - klo) * es);
+                    nc_copy(data_at(st, me) + klo * es, o, (khi - klo) * es);
                 t->reduce_fwd++;
             }
             if (t->shm_nt)
@@ -1201,7 +1233,7 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
                 } else if (k != me && (rc2 = wait_ctl(t, &st->ctl[k]->done, r))) {
                     return nc_team_fail(t, rc2);
                 }
-                nc_copy(out + off + klo * es, data_of(slot_of(st, from)) + klo * es,
+                nc_copy(out + off + klo * es, data_at(st, from) + klo * es,
                        (khi - klo) * es);
             }
         finish_round(st, me, r); /* 6. */
