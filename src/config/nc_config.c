@@ -3,6 +3,7 @@
  */
 #include "config/nc_config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -176,11 +177,14 @@ static int global_verbose;
 
 /* NUMACOLL_* variables that are not tunables: those of numacoll's tools,
  * build and tests (prefixes). */
-static const char *const tool_vars[] = {"BENCH_", "BIND_",  "BUILD_", "FUZZ_",          "GUEST_",
-                                        "INFO_",  "MPIEXEC_", "TEST_",  "TOPO_FIXTURES", "TUNE_",
-                                        "UPDATE_GOLDEN", "XML_FIXTURES"};
+static const char *const tool_vars[] = {"BENCH_",   "BIND_",         "BUILD_",
+                                        "FUZZ_",    "GUEST_",        "INFO_",
+                                        "MPIEXEC_", "TOPO_FIXTURES", "TUNE_FILE",
+                                        "TUNE_PLOT_SCRIPT", "UPDATE_GOLDEN", "XML_FIXTURES",
+                                        "TEST_TOUCH_ALL_FROM_RANK0"};
 
-/* Edit distance of a and b (at most 63 characters each; longer: far). */
+/* Edit distance of a (any case) and b (a tunable's name, upper case; at most
+ * 63 characters each; longer: far). */
 static int distance(const char *a, const char *b)
 {
     size_t n = strlen(a), m = strlen(b);
@@ -193,7 +197,7 @@ static int distance(const char *a, const char *b)
                 d[i][j] = (int)(i + j);
                 continue;
             }
-            int v = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            int v = d[i - 1][j - 1] + (toupper((unsigned char)a[i - 1]) != b[j - 1]);
             if (d[i - 1][j] + 1 < v)
                 v = d[i - 1][j] + 1;
             if (d[i][j - 1] + 1 < v)
@@ -219,7 +223,10 @@ static void unknown_env_locked(void)
             continue;
         char name[64];
         snprintf(name, sizeof name, "%.*s", (int)(eq - *e - 9), *e + 9);
-        int known = nc_param_lookup(name) >= 0;
+        /* exactly as load_locked() reads them (getenv is case-sensitive) */
+        int known = 0;
+        for (int i = 0; i < NC_PARAM_COUNT && !known; i++)
+            known = !strcmp(name, params[i].name);
         for (size_t k = 0; k < sizeof tool_vars / sizeof tool_vars[0] && !known; k++)
             known = !strncmp(name, tool_vars[k], strlen(tool_vars[k]));
         if (known)
@@ -299,6 +306,21 @@ int nc_config_snapshot(nc_config_t *out)
     return rc;
 }
 
+/* Does msg name NUMACOLL_<name> itself (not a longer name that ends or
+ * starts with it, e.g. NUMACOLL_ALLREDUCE_ENABLE for REDUCE_ENABLE)? */
+static int names_param(const char *msg, const char *name)
+{
+    char full[80];
+    snprintf(full, sizeof full, "NUMACOLL_%s", name);
+    const size_t n = strlen(full);
+    for (const char *at = strstr(msg, full); at; at = strstr(at + 1, full)) {
+        const char c = at[n];
+        if (!(c == '_' || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+            return 1;
+    }
+    return 0;
+}
+
 int nc_config_set(const char *name, const char *value, nc_param_source_t src)
 {
     int i = nc_param_lookup(name);
@@ -324,7 +346,7 @@ int nc_config_set(const char *name, const char *value, nc_param_source_t src)
     /* The cross checks are applied when a team is created (s and q may be
      * changed one after the other); the environment error stays sticky only
      * for the variable that caused it. */
-    if (global_err && strstr(global_errmsg, params[i].name)) {
+    if (global_err && names_param(global_errmsg, params[i].name)) {
         global_err = 0;
         global_errmsg[0] = '\0';
     }

@@ -53,8 +53,17 @@ static int env_rank(void)
     return -1;
 }
 
+/* The last occurrence of needle in hay, or NULL. */
+static const char *last_of(const char *hay, const char *needle)
+{
+    const char *last = NULL;
+    for (const char *at = strstr(hay, needle); at; at = strstr(at + 1, needle))
+        last = at;
+    return last;
+}
+
 /* Where the build for the other family is, from where this library was
- * loaded: the installed layout (lib/numacoll/<flavour>/) or the source
+ * loaded: the installed layout (<libdir>/numacoll/<flavour>/) or the source
  * tree's build directories (build/, build-mpich/); else the installed
  * layout's relative name. */
 static void other_build(const char *dir, char *out, size_t len)
@@ -62,14 +71,15 @@ static void other_build(const char *dir, char *out, size_t len)
     Dl_info di;
     const char *me = dladdr((void *)nc_mpi_flavour_check, &di) && di.dli_fname ? di.dli_fname
                                                                                 : "";
-    const char *other_tree = strcmp(dir, "mpich") ? "/build/" : "/build-mpich/";
-    const char *mine_tree = strcmp(dir, "mpich") ? "/build-mpich/" : "/build/";
-    const char *mine_inst = strcmp(dir, "mpich") ? "/lib/numacoll/mpich/" : "/lib/numacoll/openmpi/";
+    const int to_mpich = !strcmp(dir, "mpich");
+    const char *other_tree = to_mpich ? "/build-mpich/" : "/build/";
+    const char *mine_tree = to_mpich ? "/build/" : "/build-mpich/";
+    const char *mine_inst = to_mpich ? "/numacoll/openmpi/" : "/numacoll/mpich/";
     const char *at;
-    if ((at = strstr(me, mine_inst)))
-        snprintf(out, len, "%.*s/lib/numacoll/%s/%s", (int)(at - me), me, dir,
+    if ((at = last_of(me, mine_inst)))
+        snprintf(out, len, "%.*s/numacoll/%s/%s", (int)(at - me), me, dir,
                  at + strlen(mine_inst));
-    else if ((at = strstr(me, mine_tree)))
+    else if ((at = last_of(me, mine_tree)))
         snprintf(out, len, "%.*s%s%s", (int)(at - me), me, other_tree, at + strlen(mine_tree));
     else
         snprintf(out, len, "lib/numacoll/%s/libnumacoll-mpi.so", dir);

@@ -63,6 +63,20 @@ int main(void)
     setenv("NUMACOLL_BCAST_TREE", "kary:0", 1);
     nc_config_reload();
     CHECK(nc_config_snapshot(&cfg) == NUMACOLL_ERR_TUNABLE, "bad env");
+    /* ... and the default it fell back to is marked. */
+    CHECK(numacoll_param_get("BCAST_TREE", val, sizeof val, &src) == 0 &&
+              strstr(src, "not valid"), "source of a bad env value: %s", src);
+    /* Setting that tunable clears the error; setting another whose name is
+     * part of it (REDUCE_ENABLE in ALLREDUCE_ENABLE) does not. */
+    unsetenv("NUMACOLL_BCAST_TREE");
+    setenv("NUMACOLL_ALLREDUCE_ENABLE", "no", 1);
+    nc_config_reload();
+    CHECK(nc_config_snapshot(&cfg) == NUMACOLL_ERR_TUNABLE, "bad ALLREDUCE_ENABLE");
+    CHECK(numacoll_param_set("NUMACOLL_REDUCE_ENABLE", "0") == 0, "set REDUCE_ENABLE");
+    CHECK(nc_config_snapshot(&cfg) == NUMACOLL_ERR_TUNABLE, "the error stays");
+    CHECK(numacoll_param_set("NUMACOLL_ALLREDUCE_ENABLE", "1") == 0, "set ALLREDUCE_ENABLE");
+    CHECK(nc_config_snapshot(&cfg) == 0, "the error is gone");
+    unsetenv("NUMACOLL_ALLREDUCE_ENABLE");
     printf("config: PASSED\n");
     return 0;
 }

@@ -22,10 +22,14 @@
  * rank 0 only. */
 static inline int nc_tool_launcher_rank(void)
 {
-    const char *r = getenv("OMPI_COMM_WORLD_RANK");
-    if (!r)
-        r = getenv("PMI_RANK");
-    return r ? atoi(r) : 0;
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
+                                       "SLURM_PROCID", "MV2_COMM_WORLD_RANK"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *r = getenv(vars[i]);
+        if (r && *r)
+            return atoi(r);
+    }
+    return 0;
 }
 
 static inline void nc_tool_check_launcher(const char *tool)

@@ -1276,11 +1276,18 @@ int main(int argc, char **argv)
         case O_PLOT: o.plot = optarg; break;
         case 'h': help = 1; break;
         case ':':
-            usage_msg("numacoll-tune: %s needs a value\n", argv[optind - 1]);
+            if (optopt > 0 && optopt < 256) /* a short option; long ones: their value, or 0 */
+                usage_msg("numacoll-tune: -%c needs a value\n", optopt);
+            else
+                usage_msg("numacoll-tune: %s needs a value\n", argv[optind - 1]);
             bad = 1;
             break;
         default:
-            usage_msg("numacoll-tune: unknown option \"%s\"\n", argv[optind - 1]);
+            /* a short option (maybe in a cluster, -xh): optopt; a long one: the word */
+            if (optopt > 0 && optopt < 256)
+                usage_msg("numacoll-tune: unknown option \"-%c\"\n", optopt);
+            else
+                usage_msg("numacoll-tune: unknown option \"%s\"\n", argv[optind - 1]);
             bad = 1;
         }
     }
@@ -1300,7 +1307,13 @@ int main(int argc, char **argv)
             dir[1] = '\0';
         else
             *slash = '\0';
-        if (access(dir, W_OK | X_OK)) {
+        struct stat ost;
+        const size_t olen = strlen(o.output);
+        if (!olen || o.output[olen - 1] == '/' ||
+            (!stat(o.output, &ost) && S_ISDIR(ost.st_mode))) {
+            usage_msg("numacoll-tune: --output %s: a directory; name the tune file\n", o.output);
+            bad = 1;
+        } else if (access(dir, W_OK | X_OK)) {
             usage_msg("numacoll-tune: --output %s: cannot write into %s (%s)\n", o.output,
                     dir, strerror(errno));
             bad = 1;
