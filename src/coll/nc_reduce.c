@@ -1162,7 +1162,8 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
                     const int x = st->dmem[da + j];
                     st->src[j] = (x == me ? in + off : data_at(st, x)) + klo * es;
                 }
-                combine(op, k == me ? st->part : data_at(st, me) + klo * es, st->src, nd, khi - klo);
+                combine(op, k == me ? st->part : data_at(st, me) + klo * es, st->src, nd,
+                        khi - klo);
             }
             /* release: my partials before part; pairs with the acquire in
              * wait_ctl() (step 4b). */

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "numacoll.h"
@@ -17,6 +18,21 @@
 #define NC_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
 #define NC_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #define NC_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* This process's rank as its launcher tells it in the environment (Open
+ * MPI, PMIx, Hydra/PMI, Slurm, MVAPICH), before or without MPI_Init; -1 when
+ * nobody says (a singleton). */
+static inline int nc_launcher_rank(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
+                                       "SLURM_PROCID", "MV2_COMM_WORLD_RANK"};
+    for (size_t i = 0; i < NC_ARRAY_SIZE(vars); i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v)
+            return atoi(v);
+    }
+    return -1;
+}
 
 static inline size_t nc_round_up(size_t x, size_t to)
 {

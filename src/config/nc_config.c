@@ -176,7 +176,7 @@ static char global_errmsg[256];
 static int global_verbose;
 
 /* NUMACOLL_* variables that are not tunables: those of numacoll's tools,
- * build and tests (prefixes). */
+ * build and tests (a name, or the prefix of several). */
 static const char *const tool_vars[] = {"BENCH_",   "BIND_",         "BUILD_",
                                         "FUZZ_",    "GUEST_",        "INFO_",
                                         "MPIEXEC_", "TOPO_FIXTURES", "TUNE_FILE",
@@ -227,7 +227,7 @@ static void unknown_env_locked(void)
         int known = 0;
         for (int i = 0; i < NC_PARAM_COUNT && !known; i++)
             known = !strcmp(name, params[i].name);
-        for (size_t k = 0; k < sizeof tool_vars / sizeof tool_vars[0] && !known; k++)
+        for (size_t k = 0; k < NC_ARRAY_SIZE(tool_vars) && !known; k++)
             known = !strncmp(name, tool_vars[k], strlen(tool_vars[k]));
         if (known)
             continue;
@@ -241,8 +241,8 @@ static void unknown_env_locked(void)
         if (best >= 0)
             snprintf(hint, sizeof hint, " (did you mean NUMACOLL_%s?)", params[best].name);
         if (len < sizeof global_warnmsg)
-            len += (size_t)snprintf(global_warnmsg + len, sizeof global_warnmsg - len, "%sNUMACOLL_%s%s",
-                                    len ? ", " : "", name, hint);
+            len += (size_t)snprintf(global_warnmsg + len, sizeof global_warnmsg - len,
+                                    "%sNUMACOLL_%s%s", len ? ", " : "", name, hint);
     }
 }
 
@@ -298,8 +298,9 @@ int nc_config_snapshot(nc_config_t *out)
     snprintf(warn, sizeof warn, "%s", global_warnmsg);
     pthread_mutex_unlock(&global_lock);
     if (warn[0])
-        nc_log_warn_once("unknown-env", "not numacoll tunables, ignored: %s (numacoll-info --params "
-                                        "lists them)", warn);
+        nc_log_warn_once("unknown-env",
+                         "not numacoll tunables, ignored: %s (numacoll-info --params lists them)",
+                         warn);
     if (rc)
         nc_log_error_once("%s; numacoll sets up nothing until it is fixed (in MPI: every "
                           "collective goes to the MPI library)", msg);
@@ -315,7 +316,7 @@ static int names_param(const char *msg, const char *name)
     const size_t n = strlen(full);
     for (const char *at = strstr(msg, full); at; at = strstr(at + 1, full)) {
         const char c = at[n];
-        if (!(c == '_' || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')))
+        if (!(c == '_' || isupper((unsigned char)c) || isdigit((unsigned char)c)))
             return 1;
     }
     return 0;

@@ -40,19 +40,6 @@ static const char *family_of(const char *version)
     return NULL;
 }
 
-/* The launcher's rank; -1 when nobody says (a singleton). */
-static int env_rank(void)
-{
-    static const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
-                                 "SLURM_PROCID", "MV2_COMM_WORLD_RANK"};
-    for (size_t i = 0; i < NC_ARRAY_SIZE(vars); i++) {
-        const char *v = getenv(vars[i]);
-        if (v && *v)
-            return atoi(v);
-    }
-    return -1;
-}
-
 /* The last occurrence of needle in hay, or NULL. */
 static const char *last_of(const char *hay, const char *needle)
 {
@@ -106,7 +93,7 @@ int nc_mpi_flavour_check(void)
     }
     /* 3. */
     atomic_store_explicit(&nc_mpi_flavour_state, NC_MPI_FLAVOUR_FOREIGN, memory_order_relaxed);
-    if (env_rank() <= 0) {
+    if (nc_launcher_rank() <= 0) {
         /* The version's first line up to a comma, blanks squeezed:
          * "Open MPI v4.1.4", "MPICH Version: 4.0.2". */
         char first[80];

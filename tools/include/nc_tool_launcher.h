@@ -17,19 +17,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/nc_common.h"
+
 /* The launcher's rank of this process before MPI_Init (0 when started
  * alone): usage errors, found before MPI_Init on every rank, are printed by
  * rank 0 only. */
 static inline int nc_tool_launcher_rank(void)
 {
-    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
-                                       "SLURM_PROCID", "MV2_COMM_WORLD_RANK"};
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-        const char *r = getenv(vars[i]);
-        if (r && *r)
-            return atoi(r);
-    }
-    return 0;
+    const int r = nc_launcher_rank();
+    return r > 0 ? r : 0;
 }
 
 static inline void nc_tool_check_launcher(const char *tool)

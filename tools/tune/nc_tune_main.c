@@ -1250,6 +1250,37 @@ static void plot(const opts_t *o, const nc_model_params_t *mp, const nc_tune_set
             fprintf(stderr, __VA_ARGS__);                  \
     } while (0)
 
+/* --output: a file that cannot be written says so now, not after the
+ * measurements (it is written through FILE.tmp.PID, then renamed). */
+static int output_ok(const char *out)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", out);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    struct stat st;
+    const size_t n = strlen(out);
+    if (!n || out[n - 1] == '/' || (!stat(out, &st) && S_ISDIR(st.st_mode))) {
+        usage_msg("numacoll-tune: --output %s: a directory; name the tune file\n", out);
+        return 0;
+    }
+    if (access(dir, W_OK | X_OK)) {
+        usage_msg("numacoll-tune: --output %s: cannot write into %s (%s)\n", out, dir,
+                  strerror(errno));
+        return 0;
+    }
+    if (!access(out, F_OK) && access(out, W_OK)) {
+        usage_msg("numacoll-tune: --output %s: not writable (%s)\n", out, strerror(errno));
+        return 0;
+    }
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     opts_t o = {0};
@@ -1295,34 +1326,8 @@ int main(int argc, char **argv)
         usage_msg("numacoll-tune: unexpected argument \"%s\"\n", argv[optind]);
         bad = 1;
     }
-    /* --output: a file that cannot be written says so now, not after the
-     * measurements (it is written through FILE.tmp.PID, then renamed) */
-    if (!bad && o.output) {
-        char dir[4096];
-        snprintf(dir, sizeof dir, "%s", o.output);
-        char *slash = strrchr(dir, '/');
-        if (!slash)
-            snprintf(dir, sizeof dir, ".");
-        else if (slash == dir)
-            dir[1] = '\0';
-        else
-            *slash = '\0';
-        struct stat ost;
-        const size_t olen = strlen(o.output);
-        if (!olen || o.output[olen - 1] == '/' ||
-            (!stat(o.output, &ost) && S_ISDIR(ost.st_mode))) {
-            usage_msg("numacoll-tune: --output %s: a directory; name the tune file\n", o.output);
-            bad = 1;
-        } else if (access(dir, W_OK | X_OK)) {
-            usage_msg("numacoll-tune: --output %s: cannot write into %s (%s)\n", o.output,
-                    dir, strerror(errno));
-            bad = 1;
-        } else if (!access(o.output, F_OK) && access(o.output, W_OK)) {
-            usage_msg("numacoll-tune: --output %s: not writable (%s)\n", o.output,
-                    strerror(errno));
-            bad = 1;
-        }
-    }
+    if (!bad && o.output)
+        bad = !output_ok(o.output);
     if (help || bad) {
         if (help || nc_tool_launcher_rank() == 0)
             usage(help ? stdout : stderr);
