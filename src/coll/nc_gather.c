@@ -25,9 +25,12 @@
  *                                 counted since the team began  (step 3w)
  *   2*page + (b*p + d)*L,         entry of call c, b = c % E,   i / member d
  *   b < E, d < p                  for member d: {seq, code,
- *                                 flags, start, bytes, share,
- *                                 wdone, wrc} and up to I
- *                                 bytes of the block inline
+ *                                 flags, bytes, start, share,
+ *                                 wrc, wdone} on its first
+ *                                 line; inline (up to I bytes):
+ *                                 the block's first 32 bytes in
+ *                                 place of start..wrc, the rest
+ *                                 from the next line on
  *   2*page + E*p*L + (b*p + s)*64 reply of call c to sender s:   i / member s (C2)
  *                                 {seq, addr, len} (CMA, C1)
  *   2*page + E*p*(L + 64)         forward of call c of block k  i / the other members of
@@ -208,6 +211,7 @@
  * "erroneous program") wait for each other as the MPI libraries do (with
  * CMA also when both only send, e.g. a scatter against a gather).
  */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,7 +222,8 @@
 #include "shm/nc_cma.h"
 
 #define XG_BOXES 4
-#define XG_ENT_HDR 64 /* bytes of an entry before its inline data */
+#define XG_ENT_HDR 64 /* bytes of an entry before the rest of its inline data */
+#define XG_INL_HEAD 32 /* bytes of an inline block in the entry's first line */
 #define XG_CMA 1u      /* entry flag: the block is read from the sender's memory */
 #define XG_VIA 2u      /* entry flag: read the block from the member that carries it (A3) */
 #define XG_CARRY 4u    /* entry flag: read the block and carry it into your node (A2) */
@@ -229,16 +234,23 @@ typedef struct xg_ent {
     _Atomic uint64_t seq; /* the call (64-bit count) whose entry this is, published last */
     uint32_t code;        /* kind | (root + 1) << 4, published by seq */
     uint32_t flags;       /* XG_CMA, XG_VIA, XG_CARRY */
-    uint64_t start;       /* first position of the stream (no positions when inline);
-                             CMA: the block's address in the sender */
     uint64_t bytes;       /* the stream's bytes */
-    uint64_t share;       /* CMA: the bytes the sender writes into the reader (C2) */
+    union {
+        struct {
+            uint64_t start; /* first position of the stream; CMA: the block's address
+                               in the sender */
+            uint64_t share; /* CMA: the bytes the sender writes into the reader (C2) */
+            int32_t wrc;    /* CMA: the result of that write, published by wdone */
+            uint32_t pad[3];
+        };
+        char head[XG_INL_HEAD]; /* an inline block's first bytes, in the line of seq */
+    };
     _Atomic uint64_t wdone; /* CMA: the call whose share the sender wrote (C2) */
-    int32_t wrc;          /* CMA: the result of that write, published by wdone */
-    uint32_t pad[3];
-    /* then up to I bytes inline */
+    /* then the rest of an inline block */
 } xg_ent_t;
 NC_STATIC_ASSERT(sizeof(xg_ent_t) == XG_ENT_HDR, "an entry's header is 64 bytes");
+NC_STATIC_ASSERT(offsetof(xg_ent_t, head) + XG_INL_HEAD == offsetof(xg_ent_t, wdone),
+                 "an inline block's head ends where wdone begins");
 
 /* A carrier's forward of one block into its node (A2). */
 typedef struct xg_fwd {
@@ -566,13 +578,22 @@ static void post_entry(const xg_state_t *st, int p, int me, uint64_t c, uint32_t
                        const xg_wr_t *w, uint32_t flags)
 {
     xg_ent_t *e = ent_of(st, p, me, c, d);
+    const size_t n = w->from.n;
     e->code = code;
     e->flags = (w->cma ? XG_CMA : 0) | flags;
-    e->start = w->cma ? (uint64_t)(uintptr_t)w->from.p : w->start;
-    e->bytes = w->from.n;
-    e->share = w->share;
-    if (w->from.n <= st->I && w->from.n)
-        memcpy((char *)e + XG_ENT_HDR, w->from.p, w->from.n);
+    e->bytes = n;
+    if (n <= st->I) {
+        /* inline: the head in seq's line, so a block of up to XG_INL_HEAD
+         * bytes reaches its reader in the transfer that brings seq */
+        const size_t h = n < XG_INL_HEAD ? n : XG_INL_HEAD;
+        if (h)
+            memcpy(e->head, w->from.p, h);
+        if (n > h)
+            memcpy((char *)e + XG_ENT_HDR, w->from.p + h, n - h);
+    } else {
+        e->start = w->cma ? (uint64_t)(uintptr_t)w->from.p : w->start;
+        e->share = w->share;
+    }
     /* release: the entry and its inline bytes before seq; pairs with the
      * acquire in read_step() (3r). */
     atomic_store_explicit(&e->seq, c, memory_order_release);
@@ -700,8 +721,9 @@ static int read_step(numacoll_team_t *t, xg_state_t *st, xg_rd_t *r, uint64_t c,
             return 0;
         r->bytes = (size_t)e->bytes;
         const int cma = e->flags & XG_CMA;
-        r->x = e->start;
-        r->end = cma ? r->x : e->start + frags(st, r->bytes);
+        const int inl = !cma && r->bytes <= st->I; /* no start then */
+        r->x = inl ? 0 : e->start;
+        r->end = cma || inl ? r->x : e->start + frags(st, r->bytes);
         r->off = 0;
         int bad = 0;
         if (e->code != code) {
@@ -730,8 +752,11 @@ static int read_step(numacoll_team_t *t, xg_state_t *st, xg_rd_t *r, uint64_t c,
         if (cma) {
             cma_read(t, st, r, e, c, err);
         } else if (r->bytes <= st->I) {
-            if (r->to.n)
-                memcpy(r->to.p, (char *)e + XG_ENT_HDR, r->to.n);
+            const size_t h = r->to.n < XG_INL_HEAD ? r->to.n : XG_INL_HEAD;
+            if (h)
+                memcpy(r->to.p, e->head, h);
+            if (r->to.n > h)
+                memcpy(r->to.p + h, (const char *)e + XG_ENT_HDR, r->to.n - h);
             r->state = 2;
         } else if ((e->flags & XG_VIA) && st->pl.work) {
             /* A3: from its carrier, whatever this member expects (the carrier
@@ -1026,6 +1051,15 @@ static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
             st->rd[i].tmp = NULL;
         }
 
+    /* Step 1's cache, for free: a member that took call c's entry of every
+     * other member (acquire in 3r; its p - 1 streams read p - 1 senders)
+     * knows that each of them has finished call
+     * c - 1 (out = c - 1 in step 4 before it posts call c's entries), so
+     * back-to-back allgathers and alltoalls never read an out. */
+    if (nr == p - 1 && (int32_t)(c - 1u - st->outs_low) > 0) {
+        st->outs_low = c - 1u;
+        st->outs_at = c;
+    }
     /* 4. release: my reads of every entry and slot of call c happen before
      * their senders reuse them; pairs with the acquire in wait_boxes_free(). */
     atomic_store_explicit(out_of(st, me), c, memory_order_release);

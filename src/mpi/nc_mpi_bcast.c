@@ -195,7 +195,8 @@ int nc_mpi_bcast(void *buf, int count, nc_mpi_word_t datatype, int root, nc_mpi_
         PMPI_Comm_call_errhandler(comm, MPI_ERR_TYPE);
         return MPI_ERR_TYPE;
     }
-    PMPI_Type_size(dt, &tsize);
+    if (!(tsize = nc_dtype_basic_size(dt)))
+        PMPI_Type_size(dt, &tsize);
     size_t bytes = (size_t)count * (size_t)tsize;
     nc_mpi_count(NC_MPI_BCAST, 1, bytes);
     MPI_Datatype shifted = MPI_DATATYPE_NULL;

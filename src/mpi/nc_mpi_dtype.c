@@ -4,21 +4,49 @@
 #include "nc_mpi.h"
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define NC_STAGE_BYTES (64u << 10)
 
-/* Predefined types whose elements are their bytes, back to back. */
+/* Predefined types whose elements are their bytes, back to back, and their
+ * sizes (asked of the MPI library once, on first use: a predefined type's
+ * size never changes, and the collectives' fast path then makes no
+ * PMPI_Type_size call). */
+static const MPI_Datatype basic[] = {
+    MPI_BYTE,     MPI_CHAR,         MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR,      MPI_SHORT,
+    MPI_UNSIGNED_SHORT, MPI_INT,    MPI_UNSIGNED,    MPI_LONG,               MPI_UNSIGNED_LONG,
+    MPI_LONG_LONG, MPI_UNSIGNED_LONG_LONG, MPI_FLOAT, MPI_DOUBLE,            MPI_INT8_T,
+    MPI_INT16_T,  MPI_INT32_T,      MPI_INT64_T,     MPI_UINT8_T,            MPI_UINT16_T,
+    MPI_UINT32_T, MPI_UINT64_T,     MPI_PACKED,
+};
+static _Atomic int basic_size[NC_ARRAY_SIZE(basic)]; /* 0: not asked yet */
+
+int nc_dtype_basic_size(MPI_Datatype dt)
+{
+    if (dt == MPI_DATATYPE_NULL)
+        return 0;
+    for (size_t i = 0; i < NC_ARRAY_SIZE(basic); i++) {
+        if (dt != basic[i])
+            continue;
+        /* relaxed: every thread that asks stores the same value */
+        int size = atomic_load_explicit(&basic_size[i], memory_order_relaxed);
+        if (!size) {
+            PMPI_Type_size(dt, &size);
+            atomic_store_explicit(&basic_size[i], size, memory_order_relaxed);
+        }
+        return size;
+    }
+    return 0;
+}
+
 static int basic_contiguous(MPI_Datatype dt)
 {
-    return dt == MPI_BYTE || dt == MPI_CHAR || dt == MPI_SIGNED_CHAR || dt == MPI_UNSIGNED_CHAR ||
-           dt == MPI_SHORT || dt == MPI_UNSIGNED_SHORT || dt == MPI_INT || dt == MPI_UNSIGNED ||
-           dt == MPI_LONG || dt == MPI_UNSIGNED_LONG || dt == MPI_LONG_LONG ||
-           dt == MPI_UNSIGNED_LONG_LONG || dt == MPI_FLOAT || dt == MPI_DOUBLE ||
-           dt == MPI_INT8_T || dt == MPI_INT16_T || dt == MPI_INT32_T || dt == MPI_INT64_T ||
-           dt == MPI_UINT8_T || dt == MPI_UINT16_T || dt == MPI_UINT32_T || dt == MPI_UINT64_T ||
-           dt == MPI_PACKED;
+    for (size_t i = 0; i < NC_ARRAY_SIZE(basic); i++)
+        if (dt == basic[i])
+            return 1;
+    return 0;
 }
 
 /* Do the type's bytes come in typemap order? Only types built from ordered

@@ -33,6 +33,11 @@ typedef struct nc_dtype_stream {
  * caller to free. Leaves everything as it is when the type starts at 0. */
 void nc_dtype_unbottom(void **buf, MPI_Datatype *dt, MPI_Datatype *shifted);
 
+/* The size of a predefined type whose elements are their bytes (MPI_BYTE,
+ * MPI_INT, MPI_DOUBLE, ...: extent = size), without a call into the MPI
+ * library after the first; 0 for any other type. */
+int nc_dtype_basic_size(MPI_Datatype dt);
+
 /* Returns 1 when (count, dt) is contiguous; then *start is the first byte. */
 int nc_dtype_contiguous(void *buf, int count, MPI_Datatype dt, char **start);
 

@@ -7,7 +7,13 @@
  *   1. the communicator's state for this collective (nc_mpi_comm_get: the
  *      same answer on every rank); none: the
  *      MPI library (PMPI), counted in NUMACOLL_STATS; one rank: 2, a copy, 4;
- *      on several nodes: 2, the hierarchical steps below, 4;
+ *      on several nodes: 2, the hierarchical steps below, 4; the uniform
+ *      forms on one node, not in place, with predefined types of bytes
+ *      back to back (MPI_INT, MPI_DOUBLE, ...) and this rank's own block of
+ *      one size on both sides: straight to the core's uniform call
+ *      (numacoll_gather, _scatter, _allgather, _alltoall), no step 2-4 and
+ *      no call into the MPI library (measured, MPI_Allgather of one double
+ *      at p = 2: 150-200 -> 120-133 ns per call);
  *   2. each side (what this rank sends, what it receives) as byte blocks:
  *      block k of a typed buffer is (buf + displ_k * extent, count_k
  *      elements); when the datatype is dense (no holes, elements back to
@@ -171,15 +177,18 @@ static int side_init(side_t *s, MPI_Comm comm, int n, const void *buf, MPI_Datat
     }
     if (s->buf == MPI_BOTTOM && maxc)
         nc_dtype_unbottom((void **)&s->buf, &s->dt, &s->shifted);
+    /* a predefined type of bytes back to back: no call into the MPI library */
+    const int basic = nc_dtype_basic_size(s->dt);
     MPI_Aint lb;
-    PMPI_Type_size(s->dt, &s->size);
-    if (s->dt == MPI_BYTE)
-        s->extent = 1;
-    else
+    if (basic) {
+        s->size = basic;
+        s->extent = basic;
+    } else {
+        PMPI_Type_size(s->dt, &s->size);
         PMPI_Type_get_extent(s->dt, &lb, &s->extent);
+    }
     char *start = s->buf;
-    if (!maxc || s->dt == MPI_BYTE ||
-        nc_dtype_contiguous(s->buf, maxc > 1 ? 2 : 1, s->dt, &start)) {
+    if (!maxc || basic || nc_dtype_contiguous(s->buf, maxc > 1 ? 2 : 1, s->dt, &start)) {
         /* dense: the user's memory */
         const size_t off = maxc ? (size_t)(start - s->buf) : 0;
         s->base = s->buf;
@@ -838,7 +847,7 @@ static int hier_alltoall(nc_mpi_comm_t *c, int coll, const side_t *S, side_t *R)
 static size_t bytes_of(int count, MPI_Datatype dt)
 {
     int size = 0;
-    if (count > 0 && dt != MPI_DATATYPE_NULL)
+    if (count > 0 && dt != MPI_DATATYPE_NULL && !(size = nc_dtype_basic_size(dt)))
         PMPI_Type_size(dt, &size);
     return (size_t)(count > 0 ? count : 0) * (size_t)size;
 }
@@ -920,17 +929,45 @@ static int xg_mpi(xcall_t *x)
         return fail(x->comm, MPI_ERR_ARG);
     if (recvs_p && v && (!x->rcounts || !x->rdispls))
         return fail(x->comm, MPI_ERR_ARG);
-    nc_mpi_count(coll, 1, sent_bytes(x, p, me));
+    /* The uniform forms' bytes per block (every block of a side alike). */
+    int rc = 0;
+    const size_t sb1 = sends_used && !v ? bytes_of(x->scount, x->stype) : 0;
+    const size_t rb1 = recvs_used && !v ? bytes_of(x->rcount, x->rtype) : 0;
+    nc_mpi_count(coll, 1, v ? sent_bytes(x, p, me) : sends_p ? (size_t)p * sb1 : sb1);
     /* Nothing to move: with one count and type for every block (the uniform
      * forms), zero bytes here are zero bytes on every rank of a correct
      * program; the MPI libraries return at once too. */
-    if (!v && (!sends_used || !bytes_of(x->scount, x->stype)) &&
-        (!recvs_used || !bytes_of(x->rcount, x->rtype)))
+    if (!v && !sb1 && !rb1)
         return MPI_SUCCESS;
+    /* The common case straight to the core's uniform forms: one node, not
+     * in place, predefined types of bytes back to back (nc_dtype_basic_size)
+     * on every side this rank uses, and its own block the same size on both
+     * sides. Everything else (and every error) takes steps 2-4. */
+    if (!v && !hier && !ip && p > 1 &&
+        (!sends_used || (x->sbuf && nc_dtype_basic_size(x->stype))) &&
+        (!recvs_used || (x->rbuf && nc_dtype_basic_size(x->rtype))) &&
+        (!sends_used || !recvs_used || sb1 == rb1)) {
+        numacoll_team_t *t = c->team;
+        const size_t n = sends_used ? sb1 : rb1;
+        switch (coll) {
+        case NC_MPI_GATHER:
+            rc = numacoll_gather(t, x->sbuf, n, x->rbuf, root);
+            break;
+        case NC_MPI_SCATTER:
+            rc = numacoll_scatter(t, x->sbuf, x->rbuf, n, root);
+            break;
+        case NC_MPI_ALLGATHER:
+            rc = numacoll_allgather(t, x->sbuf, n, x->rbuf);
+            break;
+        default:
+            rc = numacoll_alltoall(t, x->sbuf, x->rbuf, n);
+            break;
+        }
+        return rc ? nc_mpi_error(x->comm, rc, mpi_name[coll]) : MPI_SUCCESS;
+    }
 
     /* 2. */
     side_t S, R;
-    int rc = 0;
     /* what side_fini() and step 3 look at, for a side this rank does not use */
     S.cnt = S.cnt_s, S.dsp = S.dsp_s, S.base = S.scratch = NULL, S.shifted = MPI_DATATYPE_NULL;
     R.cnt = R.cnt_s, R.dsp = R.dsp_s, R.base = R.scratch = NULL, R.shifted = MPI_DATATYPE_NULL;

@@ -357,7 +357,7 @@ static int body_all(int rank, int p, const char *name, void *arg)
     numacoll_bootstrap_t *bs;
     numacoll_team_t *tm = team_up(rank, p, name, &bs);
     CHECK(tm, "team");
-    const size_t sizes[] = {0, 1, 7, g_I, g_I + 1, g_F - 1, g_F, g_F + 1, 3 * g_F + 5};
+    const size_t sizes[] = {0, 1, 7, 32, 33, g_I, g_I + 1, g_F - 1, g_F, g_F + 1, 3 * g_F + 5};
     bufs_t b;
     CHECK(bufs_alloc(&b, (size_t)p * (3 * g_F + 8 + GAP) + GAP) == 0, "malloc");
     uint64_t id = 0;
