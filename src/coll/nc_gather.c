@@ -38,7 +38,7 @@
  *                                 {seq, start, rc}
  *   boxes + k*F', k < S           slot k: F bytes of data       i / the fragment's readers
  *
- *   L = roundup(64 + I, 64); boxes = 2*page + roundup(E*p*(L + 128), page);
+ *   L = roundup(64 + I - 32, 64) (I >= 32); boxes = 2*page + roundup(E*p*(L + 128), page);
  *   F' = roundup(F, page); member area = boxes + S*F'.
  *
  * A call (the call counter t->gather_call is the same on every member)
@@ -362,9 +362,11 @@ static inline xg_blk_t recv_blk(const xg_call_t *c, int s)
     return (xg_blk_t){c->rbase + (size_t)s * c->rstride, c->rbytes};
 }
 
+/* An entry: the header line (with an inline block's first XG_INL_HEAD
+ * bytes), then the rest of up to I bytes inline. */
 static size_t ent_bytes(size_t I)
 {
-    return nc_round_up(XG_ENT_HDR + I, NC_CACHELINE);
+    return nc_round_up(XG_ENT_HDR + (I > XG_INL_HEAD ? I - XG_INL_HEAD : 0), NC_CACHELINE);
 }
 
 /* Per box: p entries, p replies (C1), p forward lines (A2). */

@@ -132,7 +132,7 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
     X(GATHER_SLOTS, NC_PT_INT, "4", 2, 32, NULL, "slots",                                       \
       "Gather family: fragment slots per member; a sender writes this many fragments ahead of " \
       "its readers.")                                                                           \
-    X(GATHER_INLINE_MAX, NC_PT_SIZE, "224", 0, 4064, NULL, "bytes",                             \
+    X(GATHER_INLINE_MAX, NC_PT_SIZE, "512", 0, 4064, NULL, "bytes",                             \
       "Gather family: blocks up to this size travel inside the line(s) that announce them; "    \
       "each member keeps 4 x p such entries.")                                                  \
     X(GATHER_CMA_MIN, NC_PT_SIZE, "0", 0, INT64_C(1) << 50, NULL, "bytes",                     \

@@ -2,8 +2,8 @@
  * Guest test (f): the gather family between forked processes spread over the
  * guest's NUMA nodes (one per CPU, pinned round-robin over the nodes):
  *   - numacoll_gather, _gatherv, _scatter, _scatterv, _allgather,
- *     _allgatherv, _alltoall, _alltoallv, every root, blocks of 0, 1, 224
- *     (inline), 225, 4097, 65537 and 262147 bytes (v-forms: uneven, some
+ *     _allgatherv, _alltoall, _alltoallv, every root, blocks of 0, 1, 33, 512
+ *     (inline), 513, 4097, 65537 and 262147 bytes (v-forms: uneven, some
  *     zero, reversed with gaps); every byte of every receive buffer and the
  *     gaps between blocks checked;
  *   - two levels: a member whose node is carried into must have carried
@@ -33,7 +33,7 @@ enum { GATHER, GATHERV, SCATTER, SCATTERV, ALLGATHER, ALLGATHERV, ALLTOALL, ALLT
 static const char *const names[NCOLL] = {"gather",    "gatherv",    "scatter",  "scatterv",
                                          "allgather", "allgatherv", "alltoall", "alltoallv"};
 static const int rooted[NCOLL] = {1, 1, 1, 1, 0, 0, 0, 0};
-static const size_t sizes[] = {0, 1, 224, 225, 4097, 65537, 262147};
+static const size_t sizes[] = {0, 1, 33, 512, 513, 4097, 65537, 262147};
 #define NSIZES (sizeof sizes / sizeof *sizes)
 #define MAXB (262147 + 3)
 #define GAP 16
