@@ -27,7 +27,7 @@ int nc_mpi_barrier(nc_mpi_word_t comm_w)
         nc_mpi_count(NC_MPI_BARRIER, 0, 0);
         return PMPI_Barrier(comm);
     }
-    nc_mpi_count(NC_MPI_BARRIER, 1, 0);
+    nc_mpi_count_nc(c, NC_MPI_BARRIER, 0);
     int rc = c->team ? numacoll_barrier(c->team) : 0;
     if (!rc && c->nnodes > 1) {
         if (c->leaders != MPI_COMM_NULL) {

@@ -198,7 +198,7 @@ int nc_mpi_bcast(void *buf, int count, nc_mpi_word_t datatype, int root, nc_mpi_
     if (!(tsize = nc_dtype_basic_size(dt)))
         PMPI_Type_size(dt, &tsize);
     size_t bytes = (size_t)count * (size_t)tsize;
-    nc_mpi_count(NC_MPI_BCAST, 1, bytes);
+    nc_mpi_count_nc(c, NC_MPI_BCAST, bytes);
     MPI_Datatype shifted = MPI_DATATYPE_NULL;
     if (buf == MPI_BOTTOM && bytes)
         nc_dtype_unbottom(&buf, &dt, &shifted);

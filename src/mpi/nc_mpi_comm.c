@@ -63,6 +63,22 @@ void nc_mpi_count(int coll, int numacoll, size_t bytes)
     atomic_fetch_add_explicit(&stat_bytes[numacoll][coll], bytes, memory_order_relaxed);
 }
 
+void nc_mpi_count_nc(nc_mpi_comm_t *c, int coll, size_t bytes)
+{
+    if (!c) {
+        nc_mpi_count(coll, 1, bytes);
+        return;
+    }
+    /* relaxed, load and store: this thread is the only writer (see nc_mpi.h);
+     * numacoll_mpi_stats() reads them under the lock */
+    atomic_store_explicit(&c->ncalls[coll],
+                          atomic_load_explicit(&c->ncalls[coll], memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    atomic_store_explicit(&c->nbytes[coll],
+                          atomic_load_explicit(&c->nbytes[coll], memory_order_relaxed) + bytes,
+                          memory_order_relaxed);
+}
+
 void nc_mpi_count_leader(int coll, unsigned pmpi_calls)
 {
     atomic_fetch_add_explicit(&stat_leader[0][coll], 1, memory_order_relaxed);
@@ -90,6 +106,14 @@ static int delete_fn(MPI_Comm comm, int kv, void *attr, void *extra)
     /* relaxed: only invalidates caches; a comm is not used while it is freed. */
     atomic_fetch_add_explicit(&cache_gen, 1, memory_order_relaxed);
     pthread_mutex_lock(&lock);
+    for (int i = 0; i < NC_MPI_NCOLL; i++) { /* its counts into the totals */
+        atomic_fetch_add_explicit(&stat_calls[1][i],
+                                  atomic_load_explicit(&c->ncalls[i], memory_order_relaxed),
+                                  memory_order_relaxed);
+        atomic_fetch_add_explicit(&stat_bytes[1][i],
+                                  atomic_load_explicit(&c->nbytes[i], memory_order_relaxed),
+                                  memory_order_relaxed);
+    }
     if (c->prev)
         c->prev->next = c->next;
     else if (live == c)
@@ -489,14 +513,20 @@ NUMACOLL_API int numacoll_mpi_stats(numacoll_mpi_stats_t *s)
 {
     if (!s)
         return NUMACOLL_ERR_INVAL;
+    pthread_mutex_lock(&lock); /* the live states, and the totals of the freed ones */
     for (int i = 0; i < NC_MPI_NCOLL; i++) {
         s->calls_numacoll[i] = atomic_load_explicit(&stat_calls[1][i], memory_order_relaxed);
         s->bytes_numacoll[i] = atomic_load_explicit(&stat_bytes[1][i], memory_order_relaxed);
+        for (const nc_mpi_comm_t *c = live; c; c = c->next) {
+            s->calls_numacoll[i] += atomic_load_explicit(&c->ncalls[i], memory_order_relaxed);
+            s->bytes_numacoll[i] += atomic_load_explicit(&c->nbytes[i], memory_order_relaxed);
+        }
         s->calls_pmpi[i] = atomic_load_explicit(&stat_calls[0][i], memory_order_relaxed);
         s->bytes_pmpi[i] = atomic_load_explicit(&stat_bytes[0][i], memory_order_relaxed);
         s->calls_leader[i] = atomic_load_explicit(&stat_leader[0][i], memory_order_relaxed);
         s->pmpi_leader[i] = atomic_load_explicit(&stat_leader[1][i], memory_order_relaxed);
     }
+    pthread_mutex_unlock(&lock);
     s->teams_made = atomic_load_explicit(&stat_teams[0], memory_order_relaxed);
     s->teams_reused = atomic_load_explicit(&stat_teams[1], memory_order_relaxed);
     return 0;

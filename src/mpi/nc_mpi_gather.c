@@ -933,7 +933,7 @@ static int xg_mpi(xcall_t *x)
     int rc = 0;
     const size_t sb1 = sends_used && !v ? bytes_of(x->scount, x->stype) : 0;
     const size_t rb1 = recvs_used && !v ? bytes_of(x->rcount, x->rtype) : 0;
-    nc_mpi_count(coll, 1, v ? sent_bytes(x, p, me) : sends_p ? (size_t)p * sb1 : sb1);
+    nc_mpi_count_nc(c, coll, v ? sent_bytes(x, p, me) : sends_p ? (size_t)p * sb1 : sb1);
     /* Nothing to move: with one count and type for every block (the uniform
      * forms), zero bytes here are zero bytes on every rank of a correct
      * program; the MPI libraries return at once too. */

@@ -411,7 +411,7 @@ static int reduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
         return all ? PMPI_Allreduce(sendbuf, recvbuf, count, dt, op, comm)
                    : PMPI_Reduce(sendbuf, recvbuf, count, dt, op, root, comm);
     }
-    nc_mpi_count(coll, 1, (size_t)count * (size_t)q.tsize); /* count >= 0: qualify() */
+    nc_mpi_count_nc(c, coll, (size_t)count * (size_t)q.tsize); /* count >= 0: qualify() */
     const size_t bytes = q.n * q.es;
     const int me = c->rank, reader = all || me == root;
     const int in_place = sendbuf == MPI_IN_PLACE;
