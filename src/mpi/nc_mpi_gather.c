@@ -8,7 +8,7 @@
  *      same answer on every rank); none: the
  *      MPI library (PMPI), counted in NUMACOLL_STATS; one rank: 2, a copy, 4;
  *      on several nodes: 2, the hierarchical steps below, 4; the uniform
- *      forms on one node, not in place, with predefined types of bytes
+ *      forms on one node (in place or not) with predefined types of bytes
  *      back to back (MPI_INT, MPI_DOUBLE, ...) and this rank's own block of
  *      one size on both sides: straight to the core's uniform call
  *      (numacoll_gather, _scatter, _allgather, _alltoall), no step 2-4 and
@@ -939,11 +939,12 @@ static int xg_mpi(xcall_t *x)
      * program; the MPI libraries return at once too. */
     if (!v && !sb1 && !rb1)
         return MPI_SUCCESS;
-    /* The common case straight to the core's uniform forms: one node, not
-     * in place, predefined types of bytes back to back (nc_dtype_basic_size)
-     * on every side this rank uses, and its own block the same size on both
-     * sides. Everything else (and every error) takes steps 2-4. */
-    if (!v && !hier && !ip && p > 1 &&
+    /* The common case straight to the core's uniform forms: one node,
+     * predefined types of bytes back to back (nc_dtype_basic_size) on every
+     * side this rank uses, and its own block the same size on both sides (in
+     * place, one side is used). Everything else (and every error) takes
+     * steps 2-4. */
+    if (!v && !hier && p > 1 &&
         (!sends_used || (x->sbuf && nc_dtype_basic_size(x->stype))) &&
         (!recvs_used || (x->rbuf && nc_dtype_basic_size(x->rtype))) &&
         (!sends_used || !recvs_used || sb1 == rb1)) {
@@ -951,16 +952,16 @@ static int xg_mpi(xcall_t *x)
         const size_t n = sends_used ? sb1 : rb1;
         switch (coll) {
         case NC_MPI_GATHER:
-            rc = numacoll_gather(t, x->sbuf, n, x->rbuf, root);
+            rc = numacoll_gather(t, ip ? NUMACOLL_IN_PLACE : x->sbuf, n, x->rbuf, root);
             break;
         case NC_MPI_SCATTER:
-            rc = numacoll_scatter(t, x->sbuf, x->rbuf, n, root);
+            rc = numacoll_scatter(t, x->sbuf, ip ? (void *)NUMACOLL_IN_PLACE : x->rbuf, n, root);
             break;
         case NC_MPI_ALLGATHER:
-            rc = numacoll_allgather(t, x->sbuf, n, x->rbuf);
+            rc = numacoll_allgather(t, ip ? NUMACOLL_IN_PLACE : x->sbuf, n, x->rbuf);
             break;
         default:
-            rc = numacoll_alltoall(t, x->sbuf, x->rbuf, n);
+            rc = numacoll_alltoall(t, ip ? NUMACOLL_IN_PLACE : x->sbuf, x->rbuf, n);
             break;
         }
         return rc ? nc_mpi_error(x->comm, rc, mpi_name[coll]) : MPI_SUCCESS;
