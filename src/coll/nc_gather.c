@@ -65,7 +65,8 @@
  * Every member, call c:
  *   1. if it sends: wait until every member's out >= c - E (box c % E was
  *      read in its previous use, call c - E; the lowest out read is cached,
- *      so outs are read about once every E - 1 calls);
+ *      so outs are read about once every E - 1 calls, and never between
+ *      calls in which it took every other member's entry, see the end of 3);
  *   2. for each stream, write the entry of each of its readers in box c % E:
  *      code (collective and root, checked by the reader), start (its first
  *      position; none inline), the stream's bytes, the bytes themselves when
@@ -86,6 +87,10 @@
  *          it into the receive buffer, then con[x % S] += 1 (release);
  *      and back off (spin, then yield) after a turn that moved nothing;
  *   4. out = c (release).
+ * A member that took call c's entry of every other member (its p - 1
+ * streams, acquire of seq in 3r) knows that each of them finished call c - 1
+ * (step 4 before it posts call c's entries) and caches c - 1 as the lowest
+ * out for step 1.
  * A sender returns once its last fragment is written (its send buffer is
  * free then; its readers take it from shared memory later).
  *
@@ -186,7 +191,8 @@
  * so failing members never wait for each other in a cycle; a member that has
  * not failed publishes the same by finishing call c.
  *
- * Release/acquire pairs: seq of an entry (2) / its reader (3r); sseq (3w) /
+ * Release/acquire pairs: seq of an entry (2) / its reader (3r, also for the
+ * step-1 cache: the sender's out = c - 1 came before that seq); sseq (3w) /
  * its readers (3r); con (3r, a reader's release) / the writer reusing the
  * slot (3w); out (4) / a sender reusing its box (1); a forward line's seq
  * (A2) / the carrier's readers (A3); a reply's seq (C1) /
@@ -1055,9 +1061,9 @@ static int xg_run(numacoll_team_t *t, const xg_call_t *cl)
 
     /* Step 1's cache, for free: a member that took call c's entry of every
      * other member (acquire in 3r; its p - 1 streams read p - 1 senders)
-     * knows that each of them has finished call
-     * c - 1 (out = c - 1 in step 4 before it posts call c's entries), so
-     * back-to-back allgathers and alltoalls never read an out. */
+     * knows that each of them has finished call c - 1 (out = c - 1 in step 4
+     * before it posts call c's entries), so back-to-back allgathers and
+     * alltoalls never read an out. */
     if (nr == p - 1 && (int32_t)(c - 1u - st->outs_low) > 0) {
         st->outs_low = c - 1u;
         st->outs_at = c;

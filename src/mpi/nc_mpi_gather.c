@@ -8,12 +8,12 @@
  *      same answer on every rank); none: the
  *      MPI library (PMPI), counted in NUMACOLL_STATS; one rank: 2, a copy, 4;
  *      on several nodes: 2, the hierarchical steps below, 4; the uniform
- *      forms on one node (in place or not) with predefined types of bytes
- *      back to back (MPI_INT, MPI_DOUBLE, ...) and this rank's own block of
- *      one size on both sides: straight to the core's uniform call
- *      (numacoll_gather, _scatter, _allgather, _alltoall), no step 2-4 and
- *      no call into the MPI library (measured, MPI_Allgather of one double
- *      at p = 2: 150-200 -> 120-133 ns per call);
+ *      forms on one node (in place or not, but an alltoall not in place)
+ *      with predefined types of bytes back to back (MPI_INT, MPI_DOUBLE,
+ *      ...) and this rank's own block of one size on both sides: straight
+ *      to the core's uniform call (numacoll_gather, _scatter, _allgather,
+ *      _alltoall), no step 2-4 and no call into the MPI library (measured,
+ *      MPI_Allgather of one double at p = 2: 150-200 -> 120-133 ns);
  *   2. each side (what this rank sends, what it receives) as byte blocks:
  *      block k of a typed buffer is (buf + displ_k * extent, count_k
  *      elements); when the datatype is dense (no holes, elements back to
@@ -27,7 +27,9 @@
  * Sizes are compared in bytes: a rank whose receive count for a block
  * differs from the sender's gets MPI_ERR_TRUNCATE through the communicator's
  * error handler (the others complete), never a hang (across nodes: the root
- * of a gather compares the total only). Type signatures beyond
+ * of a gather compares the total only), except against a rank whose uniform
+ * call moves 0 bytes: it returns at once, as the MPI libraries do, and
+ * its peers wait for it. Type signatures beyond
  * the byte count are not compared (the MPI libraries do not either).
  * MPI_Alltoallw and intercommunicators are not wrapped: the MPI library.
  */
@@ -942,9 +944,11 @@ static int xg_mpi(xcall_t *x)
     /* The common case straight to the core's uniform forms: one node,
      * predefined types of bytes back to back (nc_dtype_basic_size) on every
      * side this rank uses, and its own block the same size on both sides (in
-     * place, one side is used). Everything else (and every error) takes
-     * steps 2-4. */
-    if (!v && !hier && p > 1 &&
+     * place, one side is used). An alltoall in place does not: the core would
+     * copy the blocks aside before the call and, out of memory, return alone
+     * while the others wait; step 2 stops the job then. Everything else (and
+     * every error) takes steps 2-4. */
+    if (!v && !hier && p > 1 && !(a2a && ip) &&
         (!sends_used || (x->sbuf && nc_dtype_basic_size(x->stype))) &&
         (!recvs_used || (x->rbuf && nc_dtype_basic_size(x->rtype))) &&
         (!sends_used || !recvs_used || sb1 == rb1)) {

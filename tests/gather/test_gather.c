@@ -58,7 +58,7 @@ static const char *const names[NCOLL] = {"gather",    "gatherv",    "scatter",  
                                          "allgather", "allgatherv", "alltoall", "alltoallv"};
 static const int rooted[NCOLL] = {1, 1, 1, 1, 0, 0, 0, 0};
 
-static size_t g_I = 224, g_F = 65536;
+static size_t g_I = 512, g_F = 65536;
 static int g_expect_cma = -1; /* expect_cma=0|1, -1: not checked */
 static int g_expect_numa = -1; /* expect_numa=0|M, -1: not checked; the virtual nodes ... */
 static int g_numa_v;          /* ... NUMACOLL_TEST_DOMAINS=v: member k on node k % v */
