@@ -28,8 +28,10 @@
  * differs from the sender's gets MPI_ERR_TRUNCATE through the communicator's
  * error handler (the others complete), never a hang (across nodes: the root
  * of a gather compares the total only), except against a rank whose uniform
- * call moves 0 bytes: it returns at once, as the MPI libraries do, and
- * its peers wait for it. Type signatures beyond
+ * call moves 0 bytes: it returns at once, as the MPI libraries do, so a peer
+ * that expects bytes from it waits for its next gather-family call, and takes
+ * that call's block when the two calls agree (an erroneous program, which
+ * the MPI libraries do not catch either). Type signatures beyond
  * the byte count are not compared (the MPI libraries do not either).
  * MPI_Alltoallw and intercommunicators are not wrapped: the MPI library.
  */
