@@ -23,30 +23,34 @@ static const MPI_Datatype basic[] = {
 };
 static _Atomic int basic_size[NC_ARRAY_SIZE(basic)]; /* 0: not asked yet */
 
-int nc_dtype_basic_size(MPI_Datatype dt)
+/* dt's index in basic[], -1 when it is not there. */
+static int basic_index(MPI_Datatype dt)
 {
     if (dt == MPI_DATATYPE_NULL)
+        return -1;
+    for (size_t i = 0; i < NC_ARRAY_SIZE(basic); i++)
+        if (dt == basic[i])
+            return (int)i;
+    return -1;
+}
+
+int nc_dtype_basic_size(MPI_Datatype dt)
+{
+    const int i = basic_index(dt);
+    if (i < 0)
         return 0;
-    for (size_t i = 0; i < NC_ARRAY_SIZE(basic); i++) {
-        if (dt != basic[i])
-            continue;
-        /* relaxed: every thread that asks stores the same value */
-        int size = atomic_load_explicit(&basic_size[i], memory_order_relaxed);
-        if (!size) {
-            PMPI_Type_size(dt, &size);
-            atomic_store_explicit(&basic_size[i], size, memory_order_relaxed);
-        }
-        return size;
+    /* relaxed: every thread that asks stores the same value */
+    int size = atomic_load_explicit(&basic_size[i], memory_order_relaxed);
+    if (!size) {
+        PMPI_Type_size(dt, &size);
+        atomic_store_explicit(&basic_size[i], size, memory_order_relaxed);
     }
-    return 0;
+    return size;
 }
 
 static int basic_contiguous(MPI_Datatype dt)
 {
-    for (size_t i = 0; i < NC_ARRAY_SIZE(basic); i++)
-        if (dt == basic[i])
-            return 1;
-    return 0;
+    return basic_index(dt) >= 0;
 }
 
 /* Do the type's bytes come in typemap order? Only types built from ordered

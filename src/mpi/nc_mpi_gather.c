@@ -935,8 +935,14 @@ static int xg_mpi(xcall_t *x)
         return fail(x->comm, MPI_ERR_ARG);
     /* The uniform forms' bytes per block (every block of a side alike). */
     int rc = 0;
-    const size_t sb1 = sends_used && !v ? bytes_of(x->scount, x->stype) : 0;
-    const size_t rb1 = recvs_used && !v ? bytes_of(x->rcount, x->rtype) : 0;
+    const int sbasic = sends_used && !v ? nc_dtype_basic_size(x->stype) : 0;
+    const int rbasic = recvs_used && !v ? nc_dtype_basic_size(x->rtype) : 0;
+    const size_t sb1 = !sends_used || v ? 0
+                       : sbasic         ? (size_t)(x->scount > 0 ? x->scount : 0) * (size_t)sbasic
+                                        : bytes_of(x->scount, x->stype);
+    const size_t rb1 = !recvs_used || v ? 0
+                       : rbasic         ? (size_t)(x->rcount > 0 ? x->rcount : 0) * (size_t)rbasic
+                                        : bytes_of(x->rcount, x->rtype);
     nc_mpi_count_nc(c, coll, v ? sent_bytes(x, p, me) : sends_p ? (size_t)p * sb1 : sb1);
     /* Nothing to move: with one count and type for every block (the uniform
      * forms), zero bytes here are zero bytes on every rank of a correct
@@ -951,8 +957,7 @@ static int xg_mpi(xcall_t *x)
      * while the others wait; step 2 stops the job then. Everything else (and
      * every error) takes steps 2-4. */
     if (!v && !hier && p > 1 && !(a2a && ip) &&
-        (!sends_used || (x->sbuf && nc_dtype_basic_size(x->stype))) &&
-        (!recvs_used || (x->rbuf && nc_dtype_basic_size(x->rtype))) &&
+        (!sends_used || (x->sbuf && sbasic)) && (!recvs_used || (x->rbuf && rbasic)) &&
         (!sends_used || !recvs_used || sb1 == rb1)) {
         numacoll_team_t *t = c->team;
         const size_t n = sends_used ? sb1 : rb1;
