@@ -228,6 +228,8 @@ typedef struct numacoll_team_info {
     int cache_shared;                   /* the members share a cache: 1, 0, -1 unknown */
     int cache_measured;                 /* 1: measured (NUMACOLL_CACHE_PROBE), 0: hwloc's */
     int handoff_ns;                     /* measured: slowest neighbours' one-way hand-off, ns */
+    int shm_nt;                         /* 1: this member streams its copies into the
+                                           segment (NUMACOLL_SHM_NT) */
 } numacoll_team_info_t;
 
 NUMACOLL_API int numacoll_team_info(const numacoll_team_t *team, numacoll_team_info_t *info);

@@ -51,13 +51,15 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
       "Bulk copies into the segment (broadcast fragments, gather-family fragments, large "      \
       "reduction rounds) with non-temporal stores (to memory, past the writer's cache), so "    \
       "readers that share no cache with the writer stream them from memory: on, off, or auto "  \
-      "(on when the members do not all share a cache: NUMACOLL_CACHE_PROBE).")                  \
+      "(on when the members do not all share a cache: NUMACOLL_CACHE_PROBE, and with more "    \
+      "members than CPUs where that probe would measure, e.g. in a virtual machine).")          \
     X(CACHE_PROBE, NC_PT_ENUM, "auto", 0, 0, "auto|on|off", "",                                \
       "Whether the members share a cache (what NUMACOLL_SHM_NT=auto and the reduce's CMA rule " \
       "go by): on (measured at team creation: neighbouring members pass a cache line back and " \
-      "forth), off (hwloc's caches), or auto (measured in a virtual machine, whose caches "      \
-      "hwloc sees as the hypervisor describes them, and where hwloc cannot tell; hwloc on bare " \
-      "metal or with a given topology, and with more members than CPUs).")                     \
+      "forth; with more members than CPUs, two threads of member 0 on neighbouring CPUs), off " \
+      "(hwloc's caches), or auto (measured in a virtual machine, whose caches hwloc sees as "    \
+      "the hypervisor describes them, and where hwloc cannot tell; hwloc on bare metal or with " \
+      "a given topology).")                                                                    \
     X(CACHE_SHARED_NS, NC_PT_INT, "100", 1, 1000000000, NULL, "ns",                             \
       "NUMACOLL_CACHE_PROBE: members share a cache when the slowest pair of neighbours hands a " \
       "line over (one way, from the fastest of 8 batches of 8 round trips) in less than this.") \

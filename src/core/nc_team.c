@@ -23,9 +23,10 @@
  *      one line naming the member and what it lacked;
  *   5. when every member asked for it in #2 (NUMACOLL_CACHE_PROBE): the
  *      cache probe, neighbours timing a line's hand-off in the segment
- *      (probe_caches(), P1-P3), which decides whether the members share a
- *      cache; then the choices that follow from it (streamed stores, the
- *      reductions' CMA rule).
+ *      (probe_caches(), P1-P3; with more members than CPUs member 0's
+ *      threads time the CPUs before #2 instead, P0), which decides whether
+ *      the members share a cache; then the choices that follow from it
+ *      (streamed stores, the reductions' CMA rule).
  */
 #include "core/nc_team.h"
 
@@ -73,6 +74,8 @@ typedef struct rec2 {
     int32_t cache_shared; /* this member's view of nc_topo_cache_shared() (agreed after #2) */
     int32_t cache_probe;  /* this member asks for the cache probe (5: all must) */
     int32_t numa_ratio;   /* ... of nc_topo_numa_ratio(), in thousandths (agreed after #2) */
+    int32_t cpu_ns;       /* member 0: P0's figure (nc_topo_cpu_handoff()), -1 none */
+    int32_t cpu_pair[2];  /* ... between these CPUs (OS indices) */
     int64_t pages, misplaced;
     char cma_why[320];    /* why CMA was refused, naming the peer */
     char detail[160]; /* placement detail */
@@ -193,7 +196,13 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
     }
     nc_log_info(1, "  %-10s %10zu %10zu %6d %5d (with member 0)", "shared", l->barrier_off,
                 l->barrier_bytes, 0, t->numa[0]);
-    if (t->cache_probe)
+    if (t->cache_probe && t->handoff_pair < 0)
+        nc_log_info(1, "caches: %s: with more members than CPUs, member 0 timed the CPUs: the "
+                       "slowest neighbours, CPUs %d and %d, hand a line over in %d ns one way (a "
+                       "shared cache below NUMACOLL_CACHE_SHARED_NS=%d)",
+                    cache_words(t), t->handoff_cpu[0], t->handoff_cpu[1], t->handoff_ns,
+                    (int)NC_CFG_NUM(&t->cfg, CACHE_SHARED_NS));
+    else if (t->cache_probe)
         nc_log_info(1, "caches: %s: the slowest neighbours, members %d and %d, hand a line over "
                        "in %d ns one way (a shared cache below NUMACOLL_CACHE_SHARED_NS=%d)",
                     cache_words(t), t->handoff_pair, t->handoff_pair + 1, t->handoff_ns,
@@ -203,19 +212,24 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
         const int from = nc_topo_caches_from(topo, &why);
         nc_log_info(1, "caches: %s (hwloc: %s%s)", cache_words(t), why,
                     t->p < 2 ? ""
+                    : t->cache_probe_asked && t->oversubscribed && r2[0].cpu_ns < 0
+                        ? "; with more members than CPUs, member 0 could not time the CPUs"
+                    : t->nt_unmeasurable ? "; with more members than CPUs no probe holds for a run"
                     : t->cache_probe_asked ? "; not every member asked for the cache probe"
                     : from == NC_TOPO_CACHES_GIVEN ? ""
                     : NC_CFG_NUM(&t->cfg, CACHE_PROBE) == NC_CACHE_PROBE_OFF
                         ? "; NUMACOLL_CACHE_PROBE=off"
-                    : t->oversubscribed ? "; auto measures nothing with more members than CPUs"
-                                        : "");
+                        : "");
     }
     nc_log_info(1,
                 "copies into the segment (broadcast fragments, gather-family slots, large "
                 "reductions): %s stores (%s)",
                 t->shm_nt ? "non-temporal" : "cached",
                 NC_CFG_NUM(&t->cfg, SHM_NT) != NC_SHM_NT_AUTO ? "NUMACOLL_SHM_NT"
-                                                              : cache_words(t));
+                : t->nt_unmeasurable && t->cache_shared != 0
+                    ? "more members than CPUs, where no probe holds for a run: streamed "
+                      "whatever the caches"
+                    : cache_words(t));
     if (!t->cma)
         nc_log_info(1, "transport: the segment for every size (CMA: %s)", t->cma_why);
     else if (t->cma_min == SIZE_MAX)
@@ -345,26 +359,44 @@ static void cma_agree(numacoll_team_t *t, const rec2_t *r2)
                        "segment", t->cma_why);
 }
 
+/* Would NUMACOLL_CACHE_PROBE=auto measure: hwloc's caches are a
+ * hypervisor's description, or unknown and the caller did not describe the
+ * machine? */
+static int probe_auto(const numacoll_team_t *t)
+{
+    return t->p > 1 && NC_CFG_NUM(&t->cfg, CACHE_PROBE) == NC_CACHE_PROBE_AUTO &&
+           nc_topo_caches_measure(nc_topo_caches_from(topo, NULL), t->cache_shared < 0);
+}
+
 /* Does this member ask for the cache probe (step 5)? NUMACOLL_CACHE_PROBE:
- * on, off, or auto: when hwloc's caches are a hypervisor's description or
- * unknown, not when the caller described the machine, and not with more
- * members than CPUs (the round trips would time the scheduler). */
+ * on (with more members than CPUs, the probe times the CPUs, not the
+ * members: P0), off, or auto (probe_auto()), but not with more members than
+ * CPUs: nt_unmeasurable(). */
 static int probe_wanted(const numacoll_team_t *t)
 {
-    const int64_t m = NC_CFG_NUM(&t->cfg, CACHE_PROBE);
-    if (t->p < 2 || m == NC_CACHE_PROBE_OFF)
-        return 0;
-    if (m == NC_CACHE_PROBE_ON)
+    if (t->p > 1 && NC_CFG_NUM(&t->cfg, CACHE_PROBE) == NC_CACHE_PROBE_ON)
         return 1;
-    if (t->oversubscribed)
-        return 0;
-    return nc_topo_caches_measure(nc_topo_caches_from(topo, NULL), t->cache_shared < 0);
+    return probe_auto(t) && !t->oversubscribed;
+}
+
+/* Where auto would measure but the members outnumber the CPUs (on at least
+ * two CPUs), nothing measured once holds: the members move between the
+ * CPUs, and in a virtual machine the vCPUs between host cores (on the
+ * development VM every 0.3-1 s when idle, for minutes under load; a probe at
+ * creation disagreed with the run in 2 of 6 runs). There copies into the
+ * segment are streamed whatever hwloc says, the choice whose worst case is
+ * the smaller (docs/transport.md, "More members than CPUs"); hwloc's view
+ * stays for the rest (the reduce's CMA rule). */
+static int nt_unmeasurable(const numacoll_team_t *t)
+{
+    return probe_auto(t) && t->oversubscribed && t->ncpus > 1;
 }
 
 #define PROBE_BATCHES 8   /* timed batches per pair; the fastest counts */
 #define PROBE_BATCH 8     /* round trips per batch */
 #define PROBE_SPIN 4096   /* tight polls before a wait backs off (not oversubscribed) */
 #define PROBE_LIMIT_S 10  /* a member that does not answer in this long breaks the team */
+#define PROBE_CPU_PAIRS 32 /* P0: neighbouring CPUs timed, at most */
 
 /* Until *w >= v (P1, P3; the values stay far below a wrap). First tight
  * polls, with no pause between them (a pause would add to the hand-off
@@ -417,6 +449,18 @@ static int probe_wait(numacoll_team_t *t, _Atomic uint64_t *w64, _Atomic uint32_
  * the neighbours tell whether all members share one. Only the fastest batch
  * counts: a preemption or a late partner only slows a batch. The lines are
  * fresh (zero) in a new segment; a reused team keeps its result.
+ * With more members than CPUs (t->oversubscribed), members would time the
+ * scheduler: two of them on one CPU hand a line over in a time slice, and
+ * members move between CPUs. What the copies meet there is whether the CPUs
+ * share a cache, so the CPUs are timed instead:
+ *   P0. member 0, before exchange #2, binds itself and a helper thread to
+ *       neighbouring CPUs of the members' union in turn (up to PROBE_CPU_PAIRS
+ *       pairs) and times a line's hand-off between them
+ *       (nc_topo_cpu_handoff(): the same batches, the fastest counts); its
+ *       record in #2 carries the largest figure and that pair of CPUs, and
+ *       every member takes it from there (no member times anything else). A
+ *       member 0 that cannot bind (or a single CPU) sends no figure: hwloc's
+ *       view stays, on every member alike.
  * Failure: a dead member, or one that did not come within PROBE_LIMIT_S
  * (it failed alone after exchange #2, or it is stopped), breaks the team
  * (the broken flag ends every other member's waits too) and creation fails
@@ -782,6 +826,10 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     }
     t->nleaders = nc_topo_leaders(p, t->numa, t->leaders);
     t->ncpus = cpus ? nc_topo_union_weight(p, (const uint64_t(*)[NC_TOPO_CPUSET_WORDS])cpus) : 0;
+    uint64_t cpu_union[NC_TOPO_CPUSET_WORDS] = {0}; /* P0's CPUs */
+    for (int i = 0; cpus && i < p; i++)
+        for (int w = 0; w < NC_TOPO_CPUSET_WORDS; w++)
+            cpu_union[w] |= cpus[i][w];
     pthread_once(&topo_once, topo_load);
     t->cache_shared =
         cpus ? nc_topo_cache_shared(topo, p, (const uint64_t(*)[NC_TOPO_CPUSET_WORDS])cpus) : -1;
@@ -794,6 +842,7 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     free(cpus);
     t->oversubscribed = p > t->ncpus;
     t->cache_probe = t->cache_probe_asked = probe_wanted(t);
+    t->nt_unmeasurable = nt_unmeasurable(t);
 
     /* 3. attach, first touch, verify */
     nc_placement_t pl = {0};
@@ -818,11 +867,16 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     rec2_t m2 = {.status = rc, .checked = pl.checked, .pages = pl.pages, .misplaced = pl.misplaced,
                  .cache_shared = t->cache_shared,
                  .cache_probe = t->cache_probe,
+                 .cpu_ns = -1,
                  .numa_ratio = t->numa_ratio > 0 && t->numa_ratio < 1e6
                                    ? (int32_t)(t->numa_ratio * 1000.0 + 0.5)
                                    : 0};
     if (!rc)
         probe_cma(t, r1, &m2);
+    /* 5, P0: member 0 times the CPUs when the members outnumber them */
+    if (!rc && me == 0 && t->cache_probe && t->oversubscribed && topo &&
+        nc_topo_cpu_handoff(topo, cpu_union, PROBE_CPU_PAIRS, &m2.cpu_ns, m2.cpu_pair))
+        m2.cpu_ns = -1;
     snprintf(m2.detail, sizeof m2.detail, "%s", pl.detail);
     if (rc && !why[0])
         snprintf(why, sizeof why, "%s", numacoll_strerror(rc));
@@ -869,8 +923,17 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     t->wait.spin_limit = t->oversubscribed ? 0 : (uint32_t)NC_CFG_NUM(&cfg, SPIN_COUNT);
     for (int i = 0; i < p; i++)
         t->cache_probe &= r2[i].cache_probe != 0;
-    t->handoff_ns = t->handoff_pair = -1;
-    if (t->cache_probe && (rc = probe_caches(t))) {
+    t->handoff_ns = t->handoff_pair = t->handoff_cpu[0] = t->handoff_cpu[1] = -1;
+    if (t->cache_probe && t->oversubscribed) {
+        /* P0: member 0's figure, or hwloc's view when it has none */
+        t->cache_probe = r2[0].cpu_ns >= 0;
+        if (t->cache_probe) {
+            t->handoff_ns = r2[0].cpu_ns;
+            t->handoff_cpu[0] = r2[0].cpu_pair[0];
+            t->handoff_cpu[1] = r2[0].cpu_pair[1];
+            t->cache_shared = t->handoff_ns < NC_CFG_NUM(&t->cfg, CACHE_SHARED_NS);
+        }
+    } else if (t->cache_probe && (rc = probe_caches(t))) {
         team_free(t);
         free(r1);
         free(r2);
@@ -887,7 +950,8 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
      * agreement needed. Streamed stores exist on x86-64 only (nc_copy_nt). */
     const int64_t nt = NC_CFG_NUM(&t->cfg, SHM_NT);
 #if defined(__x86_64__)
-    t->shm_nt = nt == NC_SHM_NT_ON || (nt == NC_SHM_NT_AUTO && t->cache_shared == 0);
+    t->shm_nt = nt == NC_SHM_NT_ON ||
+                (nt == NC_SHM_NT_AUTO && (t->cache_shared == 0 || t->nt_unmeasurable));
 #else
     (void)nt;
     t->shm_nt = 0;
@@ -1005,6 +1069,7 @@ NUMACOLL_API int numacoll_team_info(const numacoll_team_t *t, numacoll_team_info
     info->placement = t->placement;
     info->cache_shared = t->cache_shared;
     info->cache_measured = t->cache_probe;
+    info->shm_nt = t->shm_nt;
     info->handoff_ns = t->handoff_ns;
     info->misplaced_pages = t->misplaced;
     snprintf(info->placement_detail, sizeof info->placement_detail, "%s", t->placement_detail);

@@ -70,8 +70,12 @@ struct numacoll_team {
                               or measured (cache_probe) */
     int cache_probe;       /* 1 if the team measured its caches (step 5 of nc_team.c) */
     int cache_probe_asked; /* this member asked for it (NUMACOLL_CACHE_PROBE, probe_wanted()) */
+    int nt_unmeasurable;   /* more members than CPUs where auto would measure: copies
+                              streamed whatever the caches (nt_unmeasurable(), nc_team.c) */
     int handoff_ns;        /* measured: the slowest neighbours' one-way hand-off, ns */
-    int handoff_pair;      /* ... between members handoff_pair and handoff_pair + 1 */
+    int handoff_pair;      /* ... between members handoff_pair and handoff_pair + 1, -1 when
+                              member 0 timed CPUs (more members than CPUs: step 5, P0) */
+    int handoff_cpu[2];    /* ... then between these CPUs (OS indices) */
     double numa_ratio;     /* remote / local NUMA distance between the members' nodes
                               (nc_topo_numa_ratio): this member's view until the
                               collectives' init, then agreed (0 unknown) */

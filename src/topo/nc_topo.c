@@ -1,6 +1,9 @@
 #include "topo/nc_topo.h"
 
 #include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -281,5 +284,147 @@ out:
     if (bound)
         hwloc_set_cpubind(t->topo, old, HWLOC_CPUBIND_THREAD);
     hwloc_bitmap_free(old);
+    return rc;
+}
+
+/* ---- nc_topo_cpu_handoff(): two threads, one line each ---------------------------- */
+
+#define HO_BATCHES 8  /* timed batches per pair; the fastest counts */
+#define HO_BATCH 8    /* round trips per batch */
+#define HO_WARM 8     /* untimed round trips first: both threads on their CPUs */
+#define HO_SPIN 4096  /* tight polls before a wait yields (other processes share the CPUs) */
+#define HO_QUIT UINT32_MAX
+
+typedef struct ho_lines {
+    _Alignas(NC_CACHELINE) _Atomic uint32_t ping; /* written by the caller only */
+    _Alignas(NC_CACHELINE) _Atomic uint32_t pong; /* written by the helper only */
+} ho_lines_t;
+
+/* The helper answers every new ping with the same value, until HO_QUIT. The
+ * values are the hand-off being timed and publish nothing: relaxed (the
+ * thread's creation and join order everything else). */
+static void *ho_helper(void *arg)
+{
+    ho_lines_t *l = arg;
+    uint32_t seen = 0;
+    for (;;) {
+        uint32_t v;
+        for (uint32_t k = 1; (v = atomic_load_explicit(&l->ping, memory_order_relaxed)) == seen;
+             k++)
+            if (!(k % HO_SPIN))
+                sched_yield();
+        if (v == HO_QUIT)
+            return NULL;
+        atomic_store_explicit(&l->pong, v, memory_order_relaxed);
+        seen = v;
+    }
+}
+
+/* One round trip: ping v, until the helper's pong is v (tight polls, no
+ * pause: a pause would add to the hand-off being timed; then yields). -1
+ * past the deadline. */
+static int ho_round(ho_lines_t *l, uint32_t v, double deadline)
+{
+    atomic_store_explicit(&l->ping, v, memory_order_relaxed);
+    for (uint32_t k = 1; atomic_load_explicit(&l->pong, memory_order_relaxed) != v; k++)
+        if (!(k % HO_SPIN)) {
+            sched_yield();
+            if (now_s() > deadline)
+                return -1;
+        }
+    return 0;
+}
+
+static double ho_pair(hwloc_topology_t topo, pthread_t helper, ho_lines_t *l, unsigned a,
+                      unsigned b, uint32_t *v)
+{
+    hwloc_bitmap_t sa = hwloc_bitmap_alloc(), sb = hwloc_bitmap_alloc();
+    double best = -1;
+    if (!sa || !sb)
+        goto out;
+    hwloc_bitmap_only(sa, a);
+    hwloc_bitmap_only(sb, b);
+    if (hwloc_set_cpubind(topo, sa, HWLOC_CPUBIND_THREAD) ||
+        hwloc_set_thread_cpubind(topo, helper, sb, 0))
+        goto out;
+    const double deadline = now_s() + 1.0;
+    for (int j = 0; j < HO_WARM; j++)
+        if (ho_round(l, ++*v, deadline))
+            goto out;
+    best = 1e30;
+    for (int k = 0; k < HO_BATCHES && best >= 0; k++) {
+        const double t0 = now_s();
+        for (int j = 0; j < HO_BATCH; j++)
+            if (ho_round(l, ++*v, deadline)) {
+                best = -1;
+                break;
+            }
+        const double dt = now_s() - t0;
+        if (best >= 0 && dt < best)
+            best = dt;
+    }
+out:
+    hwloc_bitmap_free(sa);
+    hwloc_bitmap_free(sb);
+    return best < 0 ? -1 : best / (2 * HO_BATCH);
+}
+
+int nc_topo_cpu_handoff(const nc_topo_t *t, const uint64_t cpus[NC_TOPO_CPUSET_WORDS],
+                        int max_pairs, int *ns, int cpu[2])
+{
+    int n = 0;
+    for (int w = 0; w < NC_TOPO_CPUSET_WORDS; w++)
+        n += __builtin_popcountll(cpus[w]);
+    if (!t || n < 2 || max_pairs < 1)
+        return NUMACOLL_ERR_INVAL;
+    hwloc_cpuset_t old = hwloc_bitmap_alloc();
+    ho_lines_t *l = aligned_alloc(NC_CACHELINE, sizeof *l);
+    pthread_t helper;
+    int rc = NUMACOLL_ERR_TOPO, started = 0;
+    if (!old || !l) {
+        rc = NUMACOLL_ERR_NOMEM;
+        goto out;
+    }
+    atomic_init(&l->ping, 0);
+    atomic_init(&l->pong, 0);
+    if (hwloc_get_cpubind(t->topo, old, HWLOC_CPUBIND_THREAD) ||
+        pthread_create(&helper, NULL, ho_helper, l))
+        goto out;
+    started = 1;
+    double worst = -1;
+    uint32_t v = 0;
+    int prev = -1, pairs = 0;
+    for (int c = 0; c < NC_TOPO_CPUSET_WORDS * 64 && pairs < max_pairs; c++) {
+        if (!(cpus[c / 64] >> (c % 64) & 1))
+            continue;
+        if (prev >= 0) {
+            const double d = ho_pair(t->topo, helper, l, (unsigned)prev, (unsigned)c, &v);
+            if (d < 0) {
+                worst = -1;
+                break;
+            }
+            if (d >= worst) {
+                worst = d;
+                cpu[0] = prev;
+                cpu[1] = c;
+            }
+            pairs++;
+        }
+        prev = c;
+    }
+    if (worst >= 0) {
+        *ns = worst * 1e9 > INT32_MAX ? INT32_MAX : (int)(worst * 1e9 + 0.5);
+        rc = 0;
+    }
+out:
+    if (started) {
+        /* relaxed: see ho_helper() */
+        atomic_store_explicit(&l->ping, HO_QUIT, memory_order_relaxed);
+        pthread_join(helper, NULL);
+    }
+    if (old && started)
+        hwloc_set_cpubind(t->topo, old, HWLOC_CPUBIND_THREAD);
+    hwloc_bitmap_free(old);
+    free(l);
     return rc;
 }

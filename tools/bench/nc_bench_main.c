@@ -221,8 +221,10 @@ static int make_comms(struct nc_bench_mpi *b, struct nc_bench_context *ctx, int 
                          ti.cache_shared == 1 ? "shared"
                          : ti.cache_shared == 0 ? "not shared" : "unknown");
             snprintf(ctx->setup[i], sizeof ctx->setup[i],
-                     "tree=%s s=%zu q=%zu f=%zu layout=%s barrier.alg=%s caches=%s%s", ti.tree,
-                     ti.queue_len, ti.sets, ti.frag_size, ti.layout, bar, cache,
+                     "tree=%s s=%zu q=%zu f=%zu layout=%s barrier.alg=%s caches=%s "
+                     "stores=%s%s",
+                     ti.tree, ti.queue_len, ti.sets, ti.frag_size, ti.layout, bar, cache,
+                     ti.shm_nt ? "streamed" : "cached",
                      ti.oversubscribed ? " (oversubscribed)" : "");
         }
     }
