@@ -59,7 +59,8 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
       "forth; with more members than CPUs, two threads of member 0 on neighbouring CPUs), off " \
       "(hwloc's caches), or auto (measured in a virtual machine, whose caches hwloc sees as "    \
       "the hypervisor describes them, and where hwloc cannot tell; hwloc on bare metal or with " \
-      "a given topology).")                                                                    \
+      "a given topology; with more members than CPUs not measured, and copies streamed where "  \
+      "it would measure: NUMACOLL_SHM_NT).")                                                   \
     X(CACHE_SHARED_NS, NC_PT_INT, "100", 1, 1000000000, NULL, "ns",                             \
       "NUMACOLL_CACHE_PROBE: members share a cache when the slowest pair of neighbours hands a " \
       "line over (one way, from the fastest of 8 batches of 8 round trips) in less than this.") \

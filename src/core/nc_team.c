@@ -68,14 +68,18 @@ typedef struct rec1 {
     char segname[64];
 } rec1_t;
 
+enum { P0_FAILED = -1, P0_NOT_RUN = -2 }; /* rec2_t.cpu_ns when P0 gave no figure */
+
 typedef struct rec2 {
     int32_t status, checked;
     int32_t cma_err;      /* the CMA probe: 0, or the errno of the first refusal */
     int32_t cache_shared; /* this member's view of nc_topo_cache_shared() (agreed after #2) */
     int32_t cache_probe;  /* this member asks for the cache probe (5: all must) */
     int32_t numa_ratio;   /* ... of nc_topo_numa_ratio(), in thousandths (agreed after #2) */
-    int32_t cpu_ns;       /* member 0: P0's figure (nc_topo_cpu_handoff()), -1 none */
+    int32_t cpu_ns;       /* member 0: P0's figure (nc_topo_cpu_handoff()); P0_FAILED,
+                             P0_NOT_RUN */
     int32_t cpu_pair[2];  /* ... between these CPUs (OS indices) */
+    int32_t pad;
     int64_t pages, misplaced;
     char cma_why[320];    /* why CMA was refused, naming the peer */
     char detail[160]; /* placement detail */
@@ -159,6 +163,8 @@ static const char *cache_words(const numacoll_team_t *t)
                                   : "the members' caches are unknown";
 }
 
+static int probe_auto(const numacoll_team_t *t);
+
 static void report(const numacoll_team_t *t, const rec2_t *r2)
 {
     const nc_layout_t *l = &t->seg.l;
@@ -212,9 +218,10 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
         const int from = nc_topo_caches_from(topo, &why);
         nc_log_info(1, "caches: %s (hwloc: %s%s)", cache_words(t), why,
                     t->p < 2 ? ""
-                    : t->cache_probe_asked && t->oversubscribed && r2[0].cpu_ns < 0
-                        ? "; with more members than CPUs, member 0 could not time the CPUs"
-                    : t->nt_unmeasurable ? "; with more members than CPUs no probe holds for a run"
+                    : t->cache_probe_asked && r2[0].cpu_ns == P0_FAILED
+                        ? "; with more members than CPUs, member 0 could not time two CPUs"
+                    : probe_auto(t) && t->oversubscribed
+                        ? "; with more members than CPUs no probe holds for a run"
                     : t->cache_probe_asked ? "; not every member asked for the cache probe"
                     : from == NC_TOPO_CACHES_GIVEN ? ""
                     : NC_CFG_NUM(&t->cfg, CACHE_PROBE) == NC_CACHE_PROBE_OFF
@@ -226,7 +233,7 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
                 "reductions): %s stores (%s)",
                 t->shm_nt ? "non-temporal" : "cached",
                 NC_CFG_NUM(&t->cfg, SHM_NT) != NC_SHM_NT_AUTO ? "NUMACOLL_SHM_NT"
-                : t->nt_unmeasurable && t->cache_shared != 0
+                : t->shm_nt && t->nt_unmeasurable && t->cache_shared != 0
                     ? "more members than CPUs, where no probe holds for a run: streamed "
                       "whatever the caches"
                     : cache_words(t));
@@ -396,7 +403,6 @@ static int nt_unmeasurable(const numacoll_team_t *t)
 #define PROBE_BATCH 8     /* round trips per batch */
 #define PROBE_SPIN 4096   /* tight polls before a wait backs off (not oversubscribed) */
 #define PROBE_LIMIT_S 10  /* a member that does not answer in this long breaks the team */
-#define PROBE_CPU_PAIRS 32 /* P0: neighbouring CPUs timed, at most */
 
 /* Until *w >= v (P1, P3; the values stay far below a wrap). First tight
  * polls, with no pause between them (a pause would add to the hand-off
@@ -453,14 +459,15 @@ static int probe_wait(numacoll_team_t *t, _Atomic uint64_t *w64, _Atomic uint32_
  * scheduler: two of them on one CPU hand a line over in a time slice, and
  * members move between CPUs. What the copies meet there is whether the CPUs
  * share a cache, so the CPUs are timed instead:
- *   P0. member 0, before exchange #2, binds itself and a helper thread to
- *       neighbouring CPUs of the members' union in turn (up to PROBE_CPU_PAIRS
- *       pairs) and times a line's hand-off between them
- *       (nc_topo_cpu_handoff(): the same batches, the fastest counts); its
- *       record in #2 carries the largest figure and that pair of CPUs, and
- *       every member takes it from there (no member times anything else). A
- *       member 0 that cannot bind (or a single CPU) sends no figure: hwloc's
- *       view stays, on every member alike.
+ *   P0. member 0, before exchange #2, has two threads of its own bound to
+ *       each pair of neighbouring CPUs of the members' union in turn time a
+ *       line's hand-off between them (nc_topo_cpu_handoff(): the same
+ *       batches, the fastest counts; member 0's own binding is untouched);
+ *       its record in #2 carries the largest figure and that pair of CPUs,
+ *       or that it ran no P0, and every member goes by that record alone (no
+ *       member times anything else). A member 0 that cannot time two CPUs
+ *       (one CPU, a given topology, a binding refused, 5 s passed) sends no
+ *       figure: hwloc's view stays, on every member alike.
  * Failure: a dead member, or one that did not come within PROBE_LIMIT_S
  * (it failed alone after exchange #2, or it is stopped), breaks the team
  * (the broken flag ends every other member's waits too) and creation fails
@@ -867,16 +874,16 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     rec2_t m2 = {.status = rc, .checked = pl.checked, .pages = pl.pages, .misplaced = pl.misplaced,
                  .cache_shared = t->cache_shared,
                  .cache_probe = t->cache_probe,
-                 .cpu_ns = -1,
+                 .cpu_ns = P0_NOT_RUN,
                  .numa_ratio = t->numa_ratio > 0 && t->numa_ratio < 1e6
                                    ? (int32_t)(t->numa_ratio * 1000.0 + 0.5)
                                    : 0};
     if (!rc)
         probe_cma(t, r1, &m2);
     /* 5, P0: member 0 times the CPUs when the members outnumber them */
-    if (!rc && me == 0 && t->cache_probe && t->oversubscribed && topo &&
-        nc_topo_cpu_handoff(topo, cpu_union, PROBE_CPU_PAIRS, &m2.cpu_ns, m2.cpu_pair))
-        m2.cpu_ns = -1;
+    if (!rc && me == 0 && t->cache_probe && t->oversubscribed &&
+        (!topo || nc_topo_cpu_handoff(topo, cpu_union, &m2.cpu_ns, m2.cpu_pair)))
+        m2.cpu_ns = P0_FAILED;
     snprintf(m2.detail, sizeof m2.detail, "%s", pl.detail);
     if (rc && !why[0])
         snprintf(why, sizeof why, "%s", numacoll_strerror(rc));
@@ -924,7 +931,7 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     for (int i = 0; i < p; i++)
         t->cache_probe &= r2[i].cache_probe != 0;
     t->handoff_ns = t->handoff_pair = t->handoff_cpu[0] = t->handoff_cpu[1] = -1;
-    if (t->cache_probe && t->oversubscribed) {
+    if (t->cache_probe && r2[0].cpu_ns != P0_NOT_RUN) {
         /* P0: member 0's figure, or hwloc's view when it has none */
         t->cache_probe = r2[0].cpu_ns >= 0;
         if (t->cache_probe) {

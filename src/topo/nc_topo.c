@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -289,26 +290,36 @@ out:
 
 /* ---- nc_topo_cpu_handoff(): two threads, one line each ---------------------------- */
 
-#define HO_BATCHES 8  /* timed batches per pair; the fastest counts */
-#define HO_BATCH 8    /* round trips per batch */
-#define HO_WARM 8     /* untimed round trips first: both threads on their CPUs */
-#define HO_SPIN 4096  /* tight polls before a wait yields (other processes share the CPUs) */
+#define HO_BATCHES 8   /* timed batches per pair; the fastest counts */
+#define HO_BATCH 8     /* round trips per batch */
+#define HO_WARM 8      /* untimed round trips first: both threads on their CPUs */
+#define HO_SPIN 4096   /* tight polls before a wait yields (other processes share the CPUs) */
+#define HO_LIMIT_S 5.0 /* the whole probe; past it, no figure */
 #define HO_QUIT UINT32_MAX
 
 typedef struct ho_lines {
-    _Alignas(NC_CACHELINE) _Atomic uint32_t ping; /* written by the caller only */
+    _Alignas(NC_CACHELINE) _Atomic uint32_t ping; /* written by the driver only */
     _Alignas(NC_CACHELINE) _Atomic uint32_t pong; /* written by the helper only */
 } ho_lines_t;
 
+typedef struct ho_run {
+    hwloc_topology_t topo;
+    const uint64_t *cpus;
+    ho_lines_t *l;
+    double deadline;
+    int rc, ns, cpu[2];
+} ho_run_t;
+
 /* The helper answers every new ping with the same value, until HO_QUIT. The
  * values are the hand-off being timed and publish nothing: relaxed (the
- * thread's creation and join order everything else). */
+ * threads' creation and joins order everything else). */
 static void *ho_helper(void *arg)
 {
     ho_lines_t *l = arg;
     uint32_t seen = 0;
     for (;;) {
         uint32_t v;
+        /* relaxed: the hand-off itself (above) */
         for (uint32_t k = 1; (v = atomic_load_explicit(&l->ping, memory_order_relaxed)) == seen;
              k++)
             if (!(k % HO_SPIN))
@@ -325,6 +336,7 @@ static void *ho_helper(void *arg)
  * past the deadline. */
 static int ho_round(ho_lines_t *l, uint32_t v, double deadline)
 {
+    /* relaxed: the hand-off itself (ho_helper()) */
     atomic_store_explicit(&l->ping, v, memory_order_relaxed);
     for (uint32_t k = 1; atomic_load_explicit(&l->pong, memory_order_relaxed) != v; k++)
         if (!(k % HO_SPIN)) {
@@ -335,8 +347,9 @@ static int ho_round(ho_lines_t *l, uint32_t v, double deadline)
     return 0;
 }
 
-static double ho_pair(hwloc_topology_t topo, pthread_t helper, ho_lines_t *l, unsigned a,
-                      unsigned b, uint32_t *v)
+/* One pair: the driver (calling thread) bound to a, the helper to b; the
+ * one-way hand-off in seconds, -1 on a refused binding or past the deadline. */
+static double ho_pair(const ho_run_t *r, pthread_t helper, unsigned a, unsigned b, uint32_t *v)
 {
     hwloc_bitmap_t sa = hwloc_bitmap_alloc(), sb = hwloc_bitmap_alloc();
     double best = -1;
@@ -344,18 +357,17 @@ static double ho_pair(hwloc_topology_t topo, pthread_t helper, ho_lines_t *l, un
         goto out;
     hwloc_bitmap_only(sa, a);
     hwloc_bitmap_only(sb, b);
-    if (hwloc_set_cpubind(topo, sa, HWLOC_CPUBIND_THREAD) ||
-        hwloc_set_thread_cpubind(topo, helper, sb, 0))
+    if (hwloc_set_cpubind(r->topo, sa, HWLOC_CPUBIND_THREAD) ||
+        hwloc_set_thread_cpubind(r->topo, helper, sb, 0))
         goto out;
-    const double deadline = now_s() + 1.0;
     for (int j = 0; j < HO_WARM; j++)
-        if (ho_round(l, ++*v, deadline))
+        if (ho_round(r->l, ++*v, r->deadline))
             goto out;
     best = 1e30;
     for (int k = 0; k < HO_BATCHES && best >= 0; k++) {
         const double t0 = now_s();
         for (int j = 0; j < HO_BATCH; j++)
-            if (ho_round(l, ++*v, deadline)) {
+            if (ho_round(r->l, ++*v, r->deadline)) {
                 best = -1;
                 break;
             }
@@ -369,62 +381,75 @@ out:
     return best < 0 ? -1 : best / (2 * HO_BATCH);
 }
 
-int nc_topo_cpu_handoff(const nc_topo_t *t, const uint64_t cpus[NC_TOPO_CPUSET_WORDS],
-                        int max_pairs, int *ns, int cpu[2])
+/* A thread of its own, so the caller's binding is never touched: it starts
+ * the helper, times every pair of neighbouring CPUs, stops the helper. */
+static void *ho_driver(void *arg)
 {
-    int n = 0;
-    for (int w = 0; w < NC_TOPO_CPUSET_WORDS; w++)
-        n += __builtin_popcountll(cpus[w]);
-    if (!t || n < 2 || max_pairs < 1)
-        return NUMACOLL_ERR_INVAL;
-    hwloc_cpuset_t old = hwloc_bitmap_alloc();
-    ho_lines_t *l = aligned_alloc(NC_CACHELINE, sizeof *l);
+    ho_run_t *r = arg;
     pthread_t helper;
-    int rc = NUMACOLL_ERR_TOPO, started = 0;
-    if (!old || !l) {
-        rc = NUMACOLL_ERR_NOMEM;
-        goto out;
-    }
-    atomic_init(&l->ping, 0);
-    atomic_init(&l->pong, 0);
-    if (hwloc_get_cpubind(t->topo, old, HWLOC_CPUBIND_THREAD) ||
-        pthread_create(&helper, NULL, ho_helper, l))
-        goto out;
-    started = 1;
+    if (pthread_create(&helper, NULL, ho_helper, r->l))
+        return NULL;
     double worst = -1;
     uint32_t v = 0;
-    int prev = -1, pairs = 0;
-    for (int c = 0; c < NC_TOPO_CPUSET_WORDS * 64 && pairs < max_pairs; c++) {
-        if (!(cpus[c / 64] >> (c % 64) & 1))
+    int prev = -1;
+    for (int c = 0; c < NC_TOPO_CPUSET_WORDS * 64; c++) {
+        if (!(r->cpus[c / 64] >> (c % 64) & 1))
             continue;
         if (prev >= 0) {
-            const double d = ho_pair(t->topo, helper, l, (unsigned)prev, (unsigned)c, &v);
+            const double d = ho_pair(r, helper, (unsigned)prev, (unsigned)c, &v);
             if (d < 0) {
                 worst = -1;
                 break;
             }
             if (d >= worst) {
                 worst = d;
-                cpu[0] = prev;
-                cpu[1] = c;
+                r->cpu[0] = prev;
+                r->cpu[1] = c;
             }
-            pairs++;
         }
         prev = c;
     }
+    /* relaxed: see ho_helper() */
+    atomic_store_explicit(&r->l->ping, HO_QUIT, memory_order_relaxed);
+    pthread_join(helper, NULL);
     if (worst >= 0) {
-        *ns = worst * 1e9 > INT32_MAX ? INT32_MAX : (int)(worst * 1e9 + 0.5);
-        rc = 0;
+        r->ns = worst * 1e9 > INT32_MAX ? INT32_MAX : (int)(worst * 1e9 + 0.5);
+        r->rc = 0;
     }
-out:
-    if (started) {
-        /* relaxed: see ho_helper() */
-        atomic_store_explicit(&l->ping, HO_QUIT, memory_order_relaxed);
-        pthread_join(helper, NULL);
+    return NULL;
+}
+
+int nc_topo_cpu_handoff(const nc_topo_t *t, const uint64_t cpus[NC_TOPO_CPUSET_WORDS], int *ns,
+                        int cpu[2])
+{
+    int n = 0;
+    for (int w = 0; w < NC_TOPO_CPUSET_WORDS; w++)
+        n += __builtin_popcountll(cpus[w]);
+    if (!t || n < 2)
+        return NUMACOLL_ERR_INVAL;
+    /* a given topology's bindings would bind nothing on this machine */
+    if (!hwloc_topology_is_thissystem(t->topo))
+        return NUMACOLL_ERR_TOPO;
+    ho_run_t r = {.topo = t->topo, .cpus = cpus, .rc = NUMACOLL_ERR_TOPO,
+                  .deadline = now_s() + HO_LIMIT_S};
+    if (!(r.l = aligned_alloc(NC_CACHELINE, sizeof *r.l)))
+        return NUMACOLL_ERR_NOMEM;
+    atomic_init(&r.l->ping, 0);
+    atomic_init(&r.l->pong, 0);
+    /* the threads take no signal meant for the process */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_t driver;
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    const int started = !pthread_create(&driver, NULL, ho_driver, &r);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (started)
+        pthread_join(driver, NULL);
+    free(r.l);
+    if (!r.rc) {
+        *ns = r.ns;
+        cpu[0] = r.cpu[0];
+        cpu[1] = r.cpu[1];
     }
-    if (old && started)
-        hwloc_set_cpubind(t->topo, old, HWLOC_CPUBIND_THREAD);
-    hwloc_bitmap_free(old);
-    free(l);
-    return rc;
+    return r.rc;
 }

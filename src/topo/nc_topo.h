@@ -55,18 +55,18 @@ static inline int nc_topo_caches_measure(int from, int unknown)
     return from == NC_TOPO_CACHES_VIRTUAL || (from != NC_TOPO_CACHES_GIVEN && unknown);
 }
 /* The one-way hand-off of a cache line between neighbouring CPUs of `cpus`
- * (consecutive CPUs of the set, the first max_pairs pairs), where the
- * members cannot time it themselves because they are more than the CPUs
- * (core/nc_team.c step 5, P0): the calling thread and a helper thread, bound
- * to the two CPUs of each pair in turn, pass a line back and forth, 8 batches
- * of 8 round trips per pair after a warm-up; a pair's figure is its fastest
- * batch (a preemption only slows a batch), *ns the largest over the pairs and
- * cpu[0], cpu[1] that pair's OS indices. The calling thread's binding is
- * restored. 0; NUMACOLL_ERR_INVAL with fewer than two CPUs;
- * NUMACOLL_ERR_TOPO when a binding or the helper thread is refused or a
- * pair takes longer than a second. */
-int nc_topo_cpu_handoff(const nc_topo_t *t, const uint64_t cpus[NC_TOPO_CPUSET_WORDS],
-                        int max_pairs, int *ns, int cpu[2]);
+ * (each pair of consecutive CPUs of the set), where the members cannot time
+ * it themselves because they are more than the CPUs (core/nc_team.c step 5,
+ * P0): two threads of the caller's, bound to the two CPUs of each pair in
+ * turn, pass a line back and forth, 8 batches of 8 round trips per pair
+ * after a warm-up; a pair's figure is its fastest batch (a preemption only
+ * slows a batch), *ns the largest over the pairs and cpu[0], cpu[1] that
+ * pair's OS indices. The calling thread's binding is not touched. 0;
+ * NUMACOLL_ERR_INVAL with fewer than two CPUs; NUMACOLL_ERR_TOPO with a given
+ * topology (HWLOC_SYNTHETIC, HWLOC_XMLFILE: its bindings bind nothing here),
+ * when a binding or a thread is refused, or when it all takes longer than 5 s. */
+int nc_topo_cpu_handoff(const nc_topo_t *t, const uint64_t cpus[NC_TOPO_CPUSET_WORDS], int *ns,
+                        int cpu[2]);
 /* How much farther another NUMA node is than one's own, between the nodes of
  * the p members (numa[i]: OS index, -1 unknown): the mean over ordered pairs
  * of distinct nodes a, b of d(a, b) / d(a, a), hwloc's latency distances (the
