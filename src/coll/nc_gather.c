@@ -814,7 +814,7 @@ static int read_step(numacoll_team_t *t, xg_state_t *st, xg_rd_t *r, uint64_t c,
 /* Does the block of w go by CMA, and with which share (see the top)? */
 static void cma_choose(const numacoll_team_t *t, const xg_state_t *st, int kind, xg_wr_t *w)
 {
-    static const int model_kind[] = {0, NC_XG_ROOTED, NC_XG_ROOTED, NC_XG_ALLGATHER,
+    static const int model_kind[] = {0, NC_XG_ROOTED, NC_XG_SCATTER, NC_XG_ALLGATHER,
                                      NC_XG_ALLTOALL};
     const size_t n = w->from.n;
     w->cma = 0;

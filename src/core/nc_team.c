@@ -251,13 +251,13 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
                     : NC_CFG_NUM(&t->cfg, CMA_MIN) ? "NUMACOLL_CMA_MIN"
                                                    : "the cost model's switch point");
     if (t->cma) {
-        char v[3][32];
-        for (int k = 0; k < 3; k++)
+        char v[NC_XG_KINDS][32];
+        for (int k = 0; k < NC_XG_KINDS; k++)
             fmt_switch(v[k], sizeof v[k], t->gather_cma_min[k],
                        (size_t)NC_CFG_NUM(&t->cfg, GATHER_INLINE_MAX), "", "");
-        nc_log_info(1, "transport, gather family: CMA for blocks from %s bytes (gather, scatter), "
-                       "%s (allgather), %s (alltoall) (%s)",
-                    v[0], v[1], v[2],
+        nc_log_info(1, "transport, gather family: CMA for blocks from %s bytes (gather), %s "
+                       "(scatter), %s (allgather), %s (alltoall) (%s)",
+                    v[NC_XG_ROOTED], v[NC_XG_SCATTER], v[NC_XG_ALLGATHER], v[NC_XG_ALLTOALL],
                     NC_CFG_NUM(&t->cfg, TRANSPORT) == NC_TRANSPORT_CMA ? "NUMACOLL_TRANSPORT=cma"
                     : NC_CFG_NUM(&t->cfg, GATHER_CMA_MIN)              ? "NUMACOLL_GATHER_CMA_MIN"
                     : nc_team_streamed_pair(t) ? "the cost model's; allgather and alltoall: never, two "
@@ -576,7 +576,7 @@ static size_t xg_cma_switch(const numacoll_team_t *t, int kind)
         return 0;
     if (NC_CFG_NUM(&t->cfg, GATHER_CMA_MIN))
         return (size_t)NC_CFG_NUM(&t->cfg, GATHER_CMA_MIN);
-    if (kind != NC_XG_ROOTED && nc_team_streamed_pair(t))
+    if (kind != NC_XG_ROOTED && kind != NC_XG_SCATTER && nc_team_streamed_pair(t))
         return SIZE_MAX;
     nc_xfer_model_t x;
     nc_team_cost_model(&t->cfg, &x);
@@ -1010,7 +1010,7 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     t->frag_tw = (double)NC_CFG_NUM(&cfg, BCAST_MODEL_TW_NS) * 1000.0 /
                  (double)NC_CFG_NUM(&cfg, BCAST_MODEL_T_PS);
     t->cma_min = cma_switch(t);
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < NC_XG_KINDS; k++)
         t->gather_cma_min[k] = xg_cma_switch(t, k);
     reduce_cma_switch(t);
     t->bcast_set = 0;

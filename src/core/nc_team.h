@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "config/nc_config.h"
+#include "model/nc_model.h" /* NC_XG_KINDS */
 #include "shm/nc_seg.h"
 #include "sync/nc_wait.h"
 #include "tree/nc_tree.h"
@@ -59,7 +60,7 @@ struct numacoll_team {
     int cma;
     size_t cma_min;        /* broadcasts from this size use CMA (coll/nc_bcast.c) */
     uint64_t cma_calls;    /* broadcasts this member took part in by CMA */
-    size_t gather_cma_min[3]; /* gather-family blocks from this size use CMA, per
+    size_t gather_cma_min[NC_XG_KINDS]; /* gather-family blocks from this size use CMA, per
                                  NC_XG_* kind (coll/nc_gather.c) */
     uint64_t gather_cma;   /* gather-family blocks this member sent or read by CMA */
     uint64_t gather_fwd;   /* allgather blocks this member carried into its NUMA node */

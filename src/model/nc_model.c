@@ -280,7 +280,7 @@ size_t nc_cma_switch_point(const nc_xfer_model_t *x, int p, int k, int coop, siz
 static void xg_copies(int kind, int cma, int coop, int p, double *busy, double *all)
 {
     const double q = p - 1.0;
-    if (kind == NC_XG_ROOTED) {
+    if (kind == NC_XG_ROOTED || kind == NC_XG_SCATTER) {
         *busy = cma ? (coop ? q / p : q) : q;
         *all = cma ? q : 2 * q;
     } else if (kind == NC_XG_ALLGATHER) {
@@ -320,7 +320,11 @@ size_t nc_xg_switch_point(const nc_xfer_model_t *x, int kind, int p, int k, int 
     const double m = ceil((x->cma_lat - x->shm_lat) / ds);
     if (m >= 0x1p62)
         return SIZE_MAX;
-    const size_t least = p == 2 && k >= 2 ? NC_XG_CMA_FLOOR_PAIR : NC_XG_CMA_FLOOR;
+    const size_t least = p == 2 && k >= 2 ? NC_XG_CMA_FLOOR_PAIR
+                         : k < p && k >= 2 && kind == NC_XG_ALLTOALL
+                             ? NC_XG_CMA_FLOOR_OVERSUB_ALLTOALL
+                         : k < p && k >= 2 && kind == NC_XG_SCATTER ? NC_XG_CMA_FLOOR_OVERSUB_SCATTER
+                                                                    : NC_XG_CMA_FLOOR;
     size_t floor = inline_max + 1 > least ? inline_max + 1 : least;
     return m > (double)floor ? (size_t)m : floor;
 }

@@ -167,18 +167,29 @@ size_t nc_cma_switch_point(const nc_xfer_model_t *x, int p, int k, int coop, siz
  *   allgather  p m, p^2 m                 (p-1) m, p (p-1) m
  *   alltoall   2 (p-1) m, 2 p (p-1) m     (p-1) m, p (p-1) m
  *
- * (rooted: gather and scatter; with coop the root and its peers share each
- * block's copy, see coll/nc_gather.c.) The switch point is never below
+ * (rooted: gather and scatter, NC_XG_ROOTED and NC_XG_SCATTER, the same
+ * copies; with coop the root and its peers share each block's copy, see
+ * coll/nc_gather.c.) The switch point is never below
  * NC_XG_CMA_FLOOR_PAIR for two members with a CPU each, NC_XG_CMA_FLOOR
  * otherwise: under it the round trip of a CMA block costs more than the
  * copies it saves (measured, docs/transport.md, "Where the gather family's
  * floor lies"; the pair's floor is measured at p = 2 only, and at larger p
  * a rooted block of 64 KiB would be cut into shares too small to share,
- * NC_CMA_SHARE_MIN, coll/nc_gather.c).
+ * NC_CMA_SHARE_MIN, coll/nc_gather.c). With more members than CPUs (two
+ * CPUs or more) the scatter's floor is NC_XG_CMA_FLOOR_OVERSUB_SCATTER and
+ * the alltoall's NC_XG_CMA_FLOOR_OVERSUB_ALLTOALL: there a block through the
+ * segment waits for its writer, then for its reader, each of whom may be
+ * descheduled (a scatter's root fills its few slots and waits for p - 1
+ * readers to empty them), and copies twice on CPUs that have no time to
+ * spare, while CMA's readers copy once after one hand-off; the gather keeps
+ * NC_XG_CMA_FLOOR, where its CMA lost (measured at p = 4 and 8 on 2 CPUs,
+ * docs/transport.md, same section).
  */
-enum { NC_XG_ROOTED, NC_XG_ALLGATHER, NC_XG_ALLTOALL };
+enum { NC_XG_ROOTED, NC_XG_ALLGATHER, NC_XG_ALLTOALL, NC_XG_SCATTER, NC_XG_KINDS };
 #define NC_XG_CMA_FLOOR ((size_t)128 << 10)
 #define NC_XG_CMA_FLOOR_PAIR ((size_t)64 << 10)
+#define NC_XG_CMA_FLOOR_OVERSUB_SCATTER ((size_t)16 << 10)
+#define NC_XG_CMA_FLOOR_OVERSUB_ALLTOALL ((size_t)32 << 10)
 double nc_xg_time_shm(const nc_xfer_model_t *x, int kind, double m, int p, int k);
 double nc_xg_time_cma(const nc_xfer_model_t *x, int kind, double m, int p, int k, int coop);
 size_t nc_xg_switch_point(const nc_xfer_model_t *x, int kind, int p, int k, int coop,

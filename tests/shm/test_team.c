@@ -322,8 +322,9 @@ static int body_probe(int rank, int p, const char *name, void *arg)
         if (t->cma && t->nleaders == 1 && p == 2) {
             const int never = !t->cache_shared;
             CHECK(t->cma_min != SIZE_MAX, "rank %d: bcast never by CMA", rank);
-            for (int k = 0; k < 3; k++)
-                CHECK((t->gather_cma_min[k] == SIZE_MAX) == (never && k != NC_XG_ROOTED),
+            for (int k = 0; k < NC_XG_KINDS; k++)
+                CHECK((t->gather_cma_min[k] == SIZE_MAX) ==
+                          (never && k != NC_XG_ROOTED && k != NC_XG_SCATTER),
                       "rank %d: gather family kind %d by CMA from %zu", rank, k,
                       t->gather_cma_min[k]);
         }

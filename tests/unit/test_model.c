@@ -481,7 +481,7 @@ static void test_xg_floor(void)
 {
     const nc_xfer_model_t x = {.shm_lat = 8.5e-6, .shm_byte = 130e-12, .cma_lat = 3.5e-6,
                                .cma_byte = 200e-12};
-    for (int kind = NC_XG_ROOTED; kind <= NC_XG_ALLTOALL; kind++) {
+    for (int kind = NC_XG_ROOTED; kind < NC_XG_KINDS; kind++) {
         size_t got = nc_xg_switch_point(&x, kind, 2, 2, 1, 224);
         CHECK(got == NC_XG_CMA_FLOOR_PAIR, "kind %d, p=2 on 2 CPUs: %zu", kind, got);
         got = nc_xg_switch_point(&x, kind, 2, 8, 1, 224);
@@ -489,7 +489,10 @@ static void test_xg_floor(void)
         got = nc_xg_switch_point(&x, kind, 2, 1, 1, 224);
         CHECK(got == NC_XG_CMA_FLOOR || got == SIZE_MAX, "kind %d, p=2 on 1 CPU: %zu", kind, got);
         got = nc_xg_switch_point(&x, kind, 3, 2, 1, 224);
-        CHECK(kind == NC_XG_ALLGATHER ? got == SIZE_MAX : got == NC_XG_CMA_FLOOR,
+        CHECK(kind == NC_XG_ALLGATHER  ? got == SIZE_MAX
+              : kind == NC_XG_ALLTOALL ? got == NC_XG_CMA_FLOOR_OVERSUB_ALLTOALL
+              : kind == NC_XG_SCATTER  ? got == NC_XG_CMA_FLOOR_OVERSUB_SCATTER
+                                       : got == NC_XG_CMA_FLOOR,
               "kind %d, p=3 on 2 CPUs: %zu", kind, got);
         got = nc_xg_switch_point(&x, kind, 4, 4, 1, 224);
         CHECK(kind == NC_XG_ALLGATHER ? got == SIZE_MAX : got == NC_XG_CMA_FLOOR,
