@@ -52,7 +52,8 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
       "reduction rounds) with non-temporal stores (to memory, past the writer's cache), so "    \
       "readers that share no cache with the writer stream them from memory: on, off, or auto "  \
       "(on when the members do not all share a cache: NUMACOLL_CACHE_PROBE, and with more "    \
-      "members than CPUs where that probe would measure, e.g. in a virtual machine).")          \
+      "members than CPUs, two or more, where that probe would measure, e.g. in a virtual "     \
+      "machine; x86-64 only).")                                                                \
     X(CACHE_PROBE, NC_PT_ENUM, "auto", 0, 0, "auto|on|off", "",                                \
       "Whether the members share a cache (what NUMACOLL_SHM_NT=auto and the reduce's CMA rule " \
       "go by): on (measured at team creation: neighbouring members pass a cache line back and " \

@@ -165,6 +165,14 @@ static const char *cache_words(const numacoll_team_t *t)
 
 static int probe_auto(const numacoll_team_t *t);
 
+static int all_asked(const numacoll_team_t *t, const rec2_t *r2)
+{
+    for (int i = 0; i < t->p; i++)
+        if (!r2[i].cache_probe)
+            return 0;
+    return 1;
+}
+
 static void report(const numacoll_team_t *t, const rec2_t *r2)
 {
     const nc_layout_t *l = &t->seg.l;
@@ -218,7 +226,7 @@ static void report(const numacoll_team_t *t, const rec2_t *r2)
         const int from = nc_topo_caches_from(topo, &why);
         nc_log_info(1, "caches: %s (hwloc: %s%s)", cache_words(t), why,
                     t->p < 2 ? ""
-                    : t->cache_probe_asked && r2[0].cpu_ns == P0_FAILED
+                    : t->cache_probe_asked && r2[0].cpu_ns == P0_FAILED && all_asked(t, r2)
                         ? "; with more members than CPUs, member 0 could not time two CPUs"
                     : probe_auto(t) && t->oversubscribed
                         ? "; with more members than CPUs no probe holds for a run"

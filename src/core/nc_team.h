@@ -60,8 +60,8 @@ struct numacoll_team {
     int cma;
     size_t cma_min;        /* broadcasts from this size use CMA (coll/nc_bcast.c) */
     uint64_t cma_calls;    /* broadcasts this member took part in by CMA */
-    size_t gather_cma_min[NC_XG_KINDS]; /* gather-family blocks from this size use CMA, per
-                                 NC_XG_* kind (coll/nc_gather.c) */
+    size_t gather_cma_min[NC_XG_KINDS]; /* gather-family blocks from this size use CMA,
+                                           per NC_XG_* kind (coll/nc_gather.c) */
     uint64_t gather_cma;   /* gather-family blocks this member sent or read by CMA */
     uint64_t gather_fwd;   /* allgather blocks this member carried into its NUMA node */
     uint64_t gather_via;   /* allgather blocks this member read from a member that carried them */

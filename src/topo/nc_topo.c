@@ -347,7 +347,7 @@ static int ho_round(ho_lines_t *l, uint32_t v, double deadline)
     return 0;
 }
 
-/* One pair: the driver (calling thread) bound to a, the helper to b; the
+/* One pair: the driver (ho_driver()'s thread) bound to a, the helper to b; the
  * one-way hand-off in seconds, -1 on a refused binding or past the deadline. */
 static double ho_pair(const ho_run_t *r, pthread_t helper, unsigned a, unsigned b, uint32_t *v)
 {

@@ -62,7 +62,8 @@ static inline int nc_topo_caches_measure(int from, int unknown)
  * after a warm-up; a pair's figure is its fastest batch (a preemption only
  * slows a batch), *ns the largest over the pairs and cpu[0], cpu[1] that
  * pair's OS indices. The calling thread's binding is not touched. 0;
- * NUMACOLL_ERR_INVAL with fewer than two CPUs; NUMACOLL_ERR_TOPO with a given
+ * NUMACOLL_ERR_INVAL with fewer than two CPUs; NUMACOLL_ERR_NOMEM;
+ * NUMACOLL_ERR_TOPO with a given
  * topology (HWLOC_SYNTHETIC, HWLOC_XMLFILE: its bindings bind nothing here),
  * when a binding or a thread is refused, or when it all takes longer than 5 s. */
 int nc_topo_cpu_handoff(const nc_topo_t *t, const uint64_t cpus[NC_TOPO_CPUSET_WORDS], int *ns,

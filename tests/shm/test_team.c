@@ -15,7 +15,7 @@
 #include <dirent.h>
 
 #include "core/nc_team.h"
-#include "model/nc_model.h" /* NC_XG_ROOTED */
+#include "model/nc_model.h" /* NC_XG_*, NC_XG_CMA_FLOOR_* */
 #include "nc_forktest.h"
 #include "topo/nc_topo.h"
 
@@ -401,6 +401,15 @@ static int body_unmeasurable(int rank, int p, const char *name, void *arg)
     numacoll_team_info_t ti;
     CHECK(numacoll_team_info(t, &ti) == 0 && ti.shm_nt == t->shm_nt && !ti.cache_measured,
           "rank %d: team info", rank);
+    /* the gather family's floors with more members than CPUs (the built-in
+     * model's switch points are below them here) */
+    if (t->cma && t->ncpus >= 2 && t->nleaders == 1)
+        CHECK(t->gather_cma_min[NC_XG_SCATTER] == NC_XG_CMA_FLOOR_OVERSUB_SCATTER &&
+                  t->gather_cma_min[NC_XG_ALLTOALL] == NC_XG_CMA_FLOOR_OVERSUB_ALLTOALL &&
+                  t->gather_cma_min[NC_XG_ROOTED] == NC_XG_CMA_FLOOR,
+              "rank %d: CMA from %zu (gather), %zu (scatter), %zu (alltoall)", rank,
+              t->gather_cma_min[NC_XG_ROOTED], t->gather_cma_min[NC_XG_SCATTER],
+              t->gather_cma_min[NC_XG_ALLTOALL]);
     if (t->cma && t->nleaders == 1)
         CHECK(t->reduce_cma_min[0] ==
                   (t->cache_shared == 0 ? nc_reduce_cma_auto(t->p) : SIZE_MAX),

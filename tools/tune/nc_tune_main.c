@@ -617,14 +617,23 @@ static int validate(const opts_t *o, const nc_tune_setting_t *q, const char *tre
 
 /* ---- 5e. the gather family's transports ------------------------------------------- */
 
+/* The bytes a member sends in one exchange of kind k, m per block. */
+static size_t xg_send_bytes(int k, size_t m)
+{
+    return k == NC_XG_ALLTOALL || k == NC_XG_SCATTER ? (size_t)p * m : m;
+}
+
 /* Time of one exchange of kind k (NC_XG_ROOTED: MPI_Gather to root 0,
- * NC_XG_ALLGATHER, NC_XG_ALLTOALL) of m bytes per block on c, each call in the
- * next window of the pool (send blocks, then receive blocks). */
+ * NC_XG_SCATTER: MPI_Scatter from root 0, NC_XG_ALLGATHER, NC_XG_ALLTOALL) of
+ * m bytes per block on c, each call in the next window of the pool (send
+ * blocks, then receive blocks). */
 static void mpi_xg_call(const tpoint_t *tp, int i)
 {
-    const size_t m = tp->m, sbytes = tp->kind == NC_XG_ALLTOALL ? (size_t)p * m : m;
+    const size_t m = tp->m, sbytes = xg_send_bytes(tp->kind, m);
     char *s = tp->buf + (size_t)(i < 0 ? 0 : i) % tp->nwin * tp->step, *r = s + sbytes;
-    if (tp->kind == NC_XG_ALLTOALL)
+    if (tp->kind == NC_XG_SCATTER)
+        MPI_Scatter(s, (int)m, MPI_BYTE, r, (int)m, MPI_BYTE, 0, tp->c);
+    else if (tp->kind == NC_XG_ALLTOALL)
         MPI_Alltoall(s, (int)m, MPI_BYTE, r, (int)m, MPI_BYTE, tp->c);
     else if (tp->kind == NC_XG_ALLGATHER)
         MPI_Allgather(s, (int)m, MPI_BYTE, r, (int)m, MPI_BYTE, tp->c);
@@ -635,7 +644,7 @@ static void mpi_xg_call(const tpoint_t *tp, int i)
 static double time_mpi_xg(MPI_Comm c, int k, char *pool, size_t poolbytes, size_t m,
                           const opts_t *o)
 {
-    const size_t sbytes = k == NC_XG_ALLTOALL ? (size_t)p * m : m;
+    const size_t sbytes = xg_send_bytes(k, m);
     const size_t step = (sbytes + (size_t)p * m + page - 1) / page * page;
     const tpoint_t tp = {.c = c, .hi = 100, .hi_quick = 20, .call = mpi_xg_call, .buf = pool,
                          .m = m, .step = step, .nwin = poolbytes >= step ? poolbytes / step : 1,
@@ -643,11 +652,11 @@ static double time_mpi_xg(MPI_Comm c, int k, char *pool, size_t poolbytes, size_
     return time_point(&tp, o);
 }
 
-/* 5e: MPI_Gather (root 0), MPI_Allgather and MPI_Alltoall, off-cache, through
- * the segment and by CMA: each kind's measured crossover (the smallest size
- * from which CMA is faster at every larger size measured) next to the cost
- * model's switch point with the constants of 5c (nc_xg_switch_point). The
- * largest of the three crossovers (CMA where every kind gains) is
+/* 5e: MPI_Gather (root 0), MPI_Allgather, MPI_Alltoall and MPI_Scatter (root
+ * 0), off-cache, through the segment and by CMA: each kind's measured
+ * crossover (the smallest size from which CMA is faster at every larger size
+ * measured) next to the cost model's switch point with the constants of 5c
+ * (nc_xg_switch_point). The largest of the four crossovers (CMA where every kind gains) is
  * NUMACOLL_GATHER_CMA_MIN, written only when the transport it picks is
  * faster than the library's own choice (the built-in model and rules) at
  * some size where the two differ, and slower at none, by more than
@@ -661,8 +670,9 @@ static size_t tune_xg_transport(const opts_t *o, const xfer_choice_t *xc, char *
     const char *shm[][2] = {{"TRANSPORT", "shm"}, {"CMA_COOP", NULL}, {"GATHER_CMA_MIN", "0"}};
     const char *cma[][2] = {{"TRANSPORT", "cma"}, {"CMA_COOP", NULL}, {"GATHER_CMA_MIN", "0"}};
     const char *lib[][2] = {{"TRANSPORT", "auto"}, {"CMA_COOP", NULL}, {"GATHER_CMA_MIN", "0"}};
-    say("5e. the gather family: MPI_Gather (root 0), MPI_Allgather and MPI_Alltoall off-cache, "
-        "through the segment, by CMA and as the library chooses (the model) [us]\n");
+    say("5e. the gather family: MPI_Gather (root 0), MPI_Allgather, MPI_Alltoall and "
+        "MPI_Scatter (root 0) off-cache, through the segment, by CMA and as the library "
+        "chooses (the model) [us]\n");
     char was[3][32];
     numacoll_param_get("TRANSPORT", was[0], sizeof was[0], NULL);
     numacoll_param_get("GATHER_CMA_MIN", was[1], sizeof was[1], NULL);
@@ -688,21 +698,24 @@ static size_t tune_xg_transport(const opts_t *o, const xfer_choice_t *xc, char *
         MPI_Comm_free(&cl);
         return 0;
     }
-    size_t lib_min[3];
+    size_t lib_min[NC_XG_KINDS];
     memcpy(lib_min, tl->gather_cma_min, sizeof lib_min);
     enum { NX = 8 };
-    static const char *const name[3] = {"gather", "allgather", "alltoall"};
-    double xm[NX], ts[3][NX], tc[3][NX], tlib[3][NX];
+    static const char *const name[NC_XG_KINDS] = {[NC_XG_ROOTED] = "gather",
+                                                  [NC_XG_ALLGATHER] = "allgather",
+                                                  [NC_XG_ALLTOALL] = "alltoall",
+                                                  [NC_XG_SCATTER] = "scatter"};
+    double xm[NX], ts[NC_XG_KINDS][NX], tc[NC_XG_KINDS][NX], tlib[NC_XG_KINDS][NX];
     int nx = 0;
     const double top = o->quick ? 1 << 20 : 4 << 20;
     say("   %8s", "m");
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < NC_XG_KINDS; k++)
         say(" %9s seg %9s CMA %9s lib", name[k], name[k], name[k]);
     say("\n");
     for (double m = 32 << 10; m <= top && nx < NX; m *= o->quick ? 4 : 2) {
         xm[nx] = m;
         say("   %8.0f", m);
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < NC_XG_KINDS; k++) {
             ts[k][nx] = time_mpi_xg(cs, k, pool, poolbytes, (size_t)m, o);
             tc[k][nx] = time_mpi_xg(cc, k, pool, poolbytes, (size_t)m, o);
             tlib[k][nx] = time_mpi_xg(cl, k, pool, poolbytes, (size_t)m, o);
@@ -714,7 +727,7 @@ static size_t tune_xg_transport(const opts_t *o, const xfer_choice_t *xc, char *
     char inl[32];
     numacoll_param_get("GATHER_INLINE_MAX", inl, sizeof inl, NULL);
     size_t choice = 0; /* the largest crossover; SIZE_MAX: never */
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < NC_XG_KINDS; k++) {
         size_t cross = SIZE_MAX;
         for (int i = nx - 1; i >= 0 && tc[k][i] <= ts[k][i]; i--)
             cross = (size_t)xm[i];
@@ -735,7 +748,7 @@ static size_t tune_xg_transport(const opts_t *o, const xfer_choice_t *xc, char *
     }
     /* against the library's choice, where the two take different transports */
     int slower = 0, gains = 0;
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < NC_XG_KINDS; k++)
         for (int i = 0; i < nx; i++) {
             const size_t m = (size_t)xm[i];
             const int by_cma = m >= choice;
