@@ -840,11 +840,10 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
             memcpy(cpus[i], r1[i].cpus, sizeof cpus[i]);
     }
     t->nleaders = nc_topo_leaders(p, t->numa, t->leaders);
-    t->ncpus = cpus ? nc_topo_union_weight(p, (const uint64_t(*)[NC_TOPO_CPUSET_WORDS])cpus) : 0;
-    uint64_t cpu_union[NC_TOPO_CPUSET_WORDS] = {0}; /* P0's CPUs */
-    for (int i = 0; cpus && i < p; i++)
-        for (int w = 0; w < NC_TOPO_CPUSET_WORDS; w++)
-            cpu_union[w] |= cpus[i][w];
+    uint64_t cpu_union[NC_TOPO_CPUSET_WORDS] = {0}; /* the members' CPUs (P0's) */
+    t->ncpus = cpus ? nc_topo_union_weight(p, (const uint64_t(*)[NC_TOPO_CPUSET_WORDS])cpus,
+                                           cpu_union)
+                    : 0;
     pthread_once(&topo_once, topo_load);
     t->cache_shared =
         cpus ? nc_topo_cache_shared(topo, p, (const uint64_t(*)[NC_TOPO_CPUSET_WORDS])cpus) : -1;

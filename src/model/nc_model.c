@@ -276,6 +276,11 @@ size_t nc_cma_switch_point(const nc_xfer_model_t *x, int p, int k, int coop, siz
 
 /* ---- the gather family's transport choice ---------------------------------------- */
 
+const char *const nc_xg_kind_name[NC_XG_KINDS] = {[NC_XG_ROOTED] = "gather",
+                                                  [NC_XG_ALLGATHER] = "allgather",
+                                                  [NC_XG_ALLTOALL] = "alltoall",
+                                                  [NC_XG_SCATTER] = "scatter"};
+
 /* Bytes per byte of block: the busiest member's copies, and all members'. */
 static void xg_copies(int kind, int cma, int coop, int p, double *busy, double *all)
 {

@@ -186,6 +186,7 @@ size_t nc_cma_switch_point(const nc_xfer_model_t *x, int p, int k, int coop, siz
  * docs/transport.md, same section).
  */
 enum { NC_XG_ROOTED, NC_XG_ALLGATHER, NC_XG_ALLTOALL, NC_XG_SCATTER, NC_XG_KINDS };
+extern const char *const nc_xg_kind_name[NC_XG_KINDS]; /* "gather", "allgather", ... */
 #define NC_XG_CMA_FLOOR ((size_t)128 << 10)
 #define NC_XG_CMA_FLOOR_PAIR ((size_t)64 << 10)
 #define NC_XG_CMA_FLOOR_OVERSUB_SCATTER ((size_t)16 << 10)

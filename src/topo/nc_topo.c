@@ -121,14 +121,15 @@ void nc_topo_cpuset_pack(hwloc_const_cpuset_t set, uint64_t words[NC_TOPO_CPUSET
 #endif
 }
 
-int nc_topo_union_weight(int p, const uint64_t (*words)[NC_TOPO_CPUSET_WORDS])
+int nc_topo_union_weight(int p, const uint64_t (*words)[NC_TOPO_CPUSET_WORDS],
+                         uint64_t u[NC_TOPO_CPUSET_WORDS])
 {
     int n = 0;
     for (int w = 0; w < NC_TOPO_CPUSET_WORDS; w++) {
-        uint64_t u = 0;
+        u[w] = 0;
         for (int i = 0; i < p; i++)
-            u |= words[i][w];
-        n += __builtin_popcountll(u);
+            u[w] |= words[i][w];
+        n += __builtin_popcountll(u[w]);
     }
     return n;
 }

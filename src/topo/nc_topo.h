@@ -34,7 +34,8 @@ int nc_topo_leaders(int p, const int *numa, int *leaders);
 
 /* Packing a cpuset for the bootstrap exchange, and the union's weight. */
 void nc_topo_cpuset_pack(hwloc_const_cpuset_t set, uint64_t words[NC_TOPO_CPUSET_WORDS]);
-int nc_topo_union_weight(int p, const uint64_t (*words)[NC_TOPO_CPUSET_WORDS]);
+int nc_topo_union_weight(int p, const uint64_t (*words)[NC_TOPO_CPUSET_WORDS],
+                         uint64_t u[NC_TOPO_CPUSET_WORDS]); /* the union into u */
 /* Do the CPUs of all p members share one cache (an hwloc cache object covers
  * the union of their cpusets)? 1 yes, 0 no, -1 unknown (no topology, no CPUs). */
 int nc_topo_cache_shared(const nc_topo_t *t, int p, const uint64_t (*words)[NC_TOPO_CPUSET_WORDS]);

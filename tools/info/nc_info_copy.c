@@ -157,13 +157,9 @@ static void print_choice(FILE *out, const nc_config_t *cfg, int np, int cores, i
                  "CMA %.2f us + %.0f ps/byte per copy\n",
             x.shm_lat * 1e6, x.shm_byte * 1e12, x.cma_lat * 1e6, x.cma_byte * 1e12);
     if (!print_override(out, cfg, NC_P_GATHER_CMA_MIN, "gather family, ")) {
-        static const char *const kinds[NC_XG_KINDS] = {[NC_XG_ROOTED] = "gather",
-                                                       [NC_XG_ALLGATHER] = "allgather",
-                                                       [NC_XG_ALLTOALL] = "alltoall",
-                                                       [NC_XG_SCATTER] = "scatter"};
         for (int k = 0; k < NC_XG_KINDS; k++) {
             fprintf(out, "gather family, %s: CMA for blocks from (model), a team of p on %d CPUs:",
-                    kinds[k], cores);
+                    nc_xg_kind_name[k], cores);
             print_points(out, &x, k, np, cores, coop, (size_t)NC_CFG_NUM(cfg, GATHER_INLINE_MAX));
         }
     }

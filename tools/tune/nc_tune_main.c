@@ -701,10 +701,7 @@ static size_t tune_xg_transport(const opts_t *o, const xfer_choice_t *xc, char *
     size_t lib_min[NC_XG_KINDS];
     memcpy(lib_min, tl->gather_cma_min, sizeof lib_min);
     enum { NX = 8 };
-    static const char *const name[NC_XG_KINDS] = {[NC_XG_ROOTED] = "gather",
-                                                  [NC_XG_ALLGATHER] = "allgather",
-                                                  [NC_XG_ALLTOALL] = "alltoall",
-                                                  [NC_XG_SCATTER] = "scatter"};
+    const char *const *name = nc_xg_kind_name;
     double xm[NX], ts[NC_XG_KINDS][NX], tc[NC_XG_KINDS][NX], tlib[NC_XG_KINDS][NX];
     int nx = 0;
     const double top = o->quick ? 1 << 20 : 4 << 20;
