@@ -101,6 +101,10 @@ typedef enum numacoll_type {
      * (struct { value; int index; } with the C compiler's padding) */
     NUMACOLL_FLOAT_INT, NUMACOLL_DOUBLE_INT, NUMACOLL_LONG_INT, NUMACOLL_2INT,
     NUMACOLL_SHORT_INT, NUMACOLL_LONG_DOUBLE_INT,
+    /* MPI's Fortran pairs MPI_2REAL and MPI_2DOUBLE_PRECISION: the index is
+     * of the value's type (struct { float value; float index; }, and double);
+     * MPI_2INTEGER is NUMACOLL_2INT */
+    NUMACOLL_2FLOAT, NUMACOLL_2DOUBLE,
     NUMACOLL_TYPE_COUNT
 } numacoll_type_t;
 

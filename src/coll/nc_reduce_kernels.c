@@ -92,22 +92,25 @@
 NC_K_OPS(NC_K_DEFINE)
 
 /* ---- minloc / maxloc on pairs -------------------------------------------------------- */
+/* X(op, name, value type, index type) */
 #define NC_PAIR_TYPES(X, op)                    \
-    X(op, FLOAT_INT, float)                     \
-    X(op, DOUBLE_INT, double)                   \
-    X(op, LONG_INT, long)                       \
-    X(op, 2INT, int)                            \
-    X(op, SHORT_INT, short)                     \
-    X(op, LONG_DOUBLE_INT, long double)
+    X(op, FLOAT_INT, float, int)                \
+    X(op, DOUBLE_INT, double, int)              \
+    X(op, LONG_INT, long, int)                  \
+    X(op, 2INT, int, int)                       \
+    X(op, SHORT_INT, short, int)                \
+    X(op, LONG_DOUBLE_INT, long double, int)    \
+    X(op, 2FLOAT, float, float)                 \
+    X(op, 2DOUBLE, double, double)
 
 /* better(x, acc): x replaces acc's value and index */
 #define BETTER_MINLOC(x, a) ((x).v < (a).v || ((x).v == (a).v && (x).i < (a).i))
 #define BETTER_MAXLOC(x, a) ((x).v > (a).v || ((x).v == (a).v && (x).i < (a).i))
 
-#define NC_PAIR_DEFINE(op, tname, V)                                                       \
+#define NC_PAIR_DEFINE(op, tname, V, I)                                                    \
     typedef struct {                                                                         \
         V v;                                                                                 \
-        int i;                                                                               \
+        I i;                                                                                 \
     } pair_##op##_##tname;                                                                   \
     static void fold_##op##_##tname(void *restrict acc_, const void *restrict in_, size_t n) \
     {                                                                                        \
@@ -149,7 +152,7 @@ const nc_red_kernel_t *nc_red_kernel(numacoll_op_t op, numacoll_type_t type)
 }
 
 /* ---- names and sizes ----------------------------------------------------------------- */
-#define NC_PAIR_SIZE_(op, tname, V) [NUMACOLL_##tname] = sizeof(struct { V v; int i; }),
+#define NC_PAIR_SIZE_(op, tname, V, I) [NUMACOLL_##tname] = sizeof(struct { V v; I i; }),
 #define NC_TYPE_SIZE_(op, tname, T, U) [NUMACOLL_##tname] = sizeof(T),
 static const size_t type_size[NUMACOLL_TYPE_COUNT] = {
     NC_INT_TYPES(NC_TYPE_SIZE_, -) NC_FLOAT_TYPES(NC_TYPE_SIZE_, -)
@@ -180,7 +183,8 @@ const char *nc_red_type_name(int type)
         "int8",    "int16",      "int32",          "int64",       "uint8",
         "uint16",  "uint32",     "uint64",         "float",       "double",
         "long double", "float complex", "double complex", "long double complex", "bool",
-        "float-int", "double-int", "long-int", "int-int", "short-int", "long double-int"};
+        "float-int", "double-int", "long-int", "int-int", "short-int", "long double-int",
+        "float-float", "double-double"};
     return type >= 0 && type < NUMACOLL_TYPE_COUNT ? names[type] : "?";
 }
 

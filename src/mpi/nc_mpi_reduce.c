@@ -7,7 +7,9 @@
  *      rank (op, datatype, count, root, the communicator), so every rank
  *      decides the same: a predefined op on a datatype all of whose elements
  *      are one predefined type the op is defined for (named, or derived from
- *      one: contiguous, vector, indexed, struct of one type, ...), or a user
+ *      one: contiguous, vector, indexed, struct of one type, ...; Fortran
+ *      LOGICAL where the library's logical ops are numacoll's, flog_agrees(),
+ *      the same answer on every rank of one library), or a user
  *      op (MPI_Op_create) on a datatype without holes, applied through the
  *      MPI library (PMPI_Reduce_local, so Fortran user functions work) and,
  *      across nodes, commutative only (the library's order between nodes is
@@ -41,13 +43,18 @@
 
 /* ---- 1. qualification ----------------------------------------------------------------- */
 
-enum { K_SINT, K_UINT, K_FLOAT, K_COMPLEX, K_BOOL, K_BYTE, K_PAIR };
+enum { K_SINT, K_UINT, K_FLOAT, K_COMPLEX, K_BOOL, K_BYTE, K_PAIR, K_FLOG };
+
+/* The ops a type of the table allows beyond MPI's table for its numacoll type. */
+enum { ONLY_ANY, ONLY_BITWISE, ONLY_LOGICAL };
 
 typedef struct named {
     MPI_Datatype dt;
     int kind;
     numacoll_type_t pair; /* K_PAIR */
 } named_t;
+
+#define NAMED_MAX 96 /* rows of the table, at most */
 
 /* The predefined datatypes numacoll reduces; the numacoll type follows from
  * the kind and the size the MPI library gives (MPI_LONG, MPI_INTEGER, ...). */
@@ -75,21 +82,82 @@ static const named_t *named_types(size_t *n)
         {MPI_C_COMPLEX, K_COMPLEX, 0},     {MPI_C_DOUBLE_COMPLEX, K_COMPLEX, 0},
         {MPI_C_LONG_DOUBLE_COMPLEX, K_COMPLEX, 0}, {MPI_COMPLEX, K_COMPLEX, 0},
         {MPI_DOUBLE_COMPLEX, K_COMPLEX, 0}, {MPI_C_BOOL, K_BOOL, 0},
+        {MPI_COMPLEX8, K_COMPLEX, 0},      {MPI_COMPLEX16, K_COMPLEX, 0},
+        {MPI_CXX_BOOL, K_BOOL, 0},         {MPI_CXX_FLOAT_COMPLEX, K_COMPLEX, 0},
+        {MPI_CXX_DOUBLE_COMPLEX, K_COMPLEX, 0},
+        {MPI_CXX_LONG_DOUBLE_COMPLEX, K_COMPLEX, 0},
+        {MPI_LOGICAL, K_FLOG, 0},
+#ifdef MPI_LOGICAL1 /* Open MPI's sized logicals */
+        {MPI_LOGICAL1, K_FLOG, 0},         {MPI_LOGICAL2, K_FLOG, 0},
+        {MPI_LOGICAL4, K_FLOG, 0},         {MPI_LOGICAL8, K_FLOG, 0},
+#endif
         {MPI_2INT, K_PAIR, NUMACOLL_2INT}, {MPI_FLOAT_INT, K_PAIR, NUMACOLL_FLOAT_INT},
         {MPI_DOUBLE_INT, K_PAIR, NUMACOLL_DOUBLE_INT}, {MPI_LONG_INT, K_PAIR, NUMACOLL_LONG_INT},
         {MPI_SHORT_INT, K_PAIR, NUMACOLL_SHORT_INT},
         {MPI_LONG_DOUBLE_INT, K_PAIR, NUMACOLL_LONG_DOUBLE_INT},
+        {MPI_2INTEGER, K_PAIR, NUMACOLL_2INT}, {MPI_2REAL, K_PAIR, NUMACOLL_2FLOAT},
+        {MPI_2DOUBLE_PRECISION, K_PAIR, NUMACOLL_2DOUBLE},
     };
+    NC_STATIC_ASSERT(sizeof t / sizeof *t <= NAMED_MAX, "the table fits its caches");
     *n = sizeof t / sizeof *t;
     return t;
 }
 
-/* The numacoll type of a predefined datatype, -1 when numacoll has none. */
-static int nc_type_of(MPI_Datatype dt, int *byte)
+/* v as a signed integer of `size` bytes at p (the machine's own byte order). */
+static void put_int(void *p, int64_t v, int size)
+{
+    const int8_t b = (int8_t)v;
+    const int16_t h = (int16_t)v;
+    const int32_t w = (int32_t)v;
+    memcpy(p, size == 1 ? (const void *)&b : size == 2 ? (const void *)&h
+              : size == 4 ? (const void *)&w : (const void *)&v, (size_t)size);
+}
+
+/* Fortran LOGICAL dt of `size` bytes: 1 when the MPI library's own LAND, LOR
+ * and LXOR on it are numacoll's on the signed integer of that size (any
+ * non-zero is true, the result is 1 or 0): its .TRUE. is 1 and its .FALSE.
+ * 0, as with gfortran. Else (a library built for .TRUE. = -1, or one that
+ * takes only its .TRUE. as true) the calls go to the library. Asked once per
+ * type with PMPI_Reduce_local; *known caches it (0: not asked, 1: no, 2: yes). */
+static int flog_agrees(MPI_Datatype dt, int size, _Atomic signed char *known)
+{
+    /* relaxed: a cache of an answer that never changes; a race asks twice */
+    int v = atomic_load_explicit(known, memory_order_relaxed);
+    if (v)
+        return v == 2;
+    enum { NX = 4, NE = NX * NX };
+    static const int x[NX] = {0, 1, 2, -1};
+    static const MPI_Op mop[] = {MPI_LAND, MPI_LOR, MPI_LXOR};
+    static const numacoll_op_t nop[] = {NUMACOLL_LAND, NUMACOLL_LOR, NUMACOLL_LXOR};
+    const numacoll_type_t nt = size == 1   ? NUMACOLL_INT8
+                               : size == 2 ? NUMACOLL_INT16
+                               : size == 4 ? NUMACOLL_INT32
+                                           : NUMACOLL_INT64;
+    int64_t in[NE], io[NE], want[NE];
+    v = 2;
+    for (size_t o = 0; v == 2 && o < sizeof mop / sizeof *mop; o++) {
+        for (int i = 0; i < NE; i++) { /* element i: x[i / NX] op x[i % NX] */
+            put_int((char *)in + (size_t)i * (size_t)size, x[i / NX], size);
+            put_int((char *)io + (size_t)i * (size_t)size, x[i % NX], size);
+        }
+        memcpy(want, io, sizeof want);
+        if (numacoll_reduce_local(in, want, NE, nt, nop[o]) ||
+            PMPI_Reduce_local(in, io, NE, dt, mop[o]) != MPI_SUCCESS ||
+            memcmp(io, want, (size_t)NE * (size_t)size))
+            v = 1;
+    }
+    atomic_store_explicit(known, (signed char)v, memory_order_relaxed);
+    return v == 2;
+}
+
+/* The numacoll type of a predefined datatype, -1 when numacoll has none;
+ * *only: the ops numacoll takes on it (ONLY_*). */
+static int nc_type_of(MPI_Datatype dt, int *only)
 {
     size_t n;
     const named_t *t = named_types(&n);
-    *byte = 0;
+    static _Atomic signed char flog[NAMED_MAX]; /* per row: flog_agrees()'s cache */
+    *only = ONLY_ANY;
     if (dt == MPI_DATATYPE_NULL)
         return -1;
     for (size_t i = 0; i < n; i++) {
@@ -99,8 +167,15 @@ static int nc_type_of(MPI_Datatype dt, int *byte)
         PMPI_Type_size(dt, &size);
         switch (t[i].kind) {
         case K_BYTE:
-            *byte = 1;
+            *only = ONLY_BITWISE;
             return NUMACOLL_UINT8;
+        case K_FLOG:
+            *only = ONLY_LOGICAL;
+            if ((size != 1 && size != 2 && size != 4 && size != 8) ||
+                !flog_agrees(dt, size, &flog[i]))
+                return -1;
+            return size == 1 ? NUMACOLL_INT8 : size == 2 ? NUMACOLL_INT16
+                   : size == 4 ? NUMACOLL_INT32 : NUMACOLL_INT64;
         case K_SINT:
         case K_UINT: {
             const int u = t[i].kind == K_UINT;
@@ -118,7 +193,8 @@ static int nc_type_of(MPI_Datatype dt, int *byte)
         case K_COMPLEX:
             return size == (int)sizeof(float _Complex)    ? NUMACOLL_FLOAT_COMPLEX
                    : size == (int)sizeof(double _Complex) ? NUMACOLL_DOUBLE_COMPLEX
-                   : dt == MPI_C_LONG_DOUBLE_COMPLEX      ? NUMACOLL_LONG_DOUBLE_COMPLEX
+                   : dt == MPI_C_LONG_DOUBLE_COMPLEX || dt == MPI_CXX_LONG_DOUBLE_COMPLEX
+                       ? NUMACOLL_LONG_DOUBLE_COMPLEX
                                                           : -1;
         case K_BOOL:
             return size == (int)sizeof(_Bool) ? NUMACOLL_BOOL : -1;
@@ -274,7 +350,7 @@ static int qualify(const nc_mpi_comm_t *c, int count, MPI_Datatype dt, MPI_Op op
     int o = op_of(op);
     if (o >= 0) {
         MPI_Datatype base = base_of(dt, 0);
-        int byte, bsize = 0, t = nc_type_of(base, &byte);
+        int only, bsize = 0, t = nc_type_of(base, &only);
         if (t < 0)
             return 0;
         PMPI_Type_size(base, &bsize);
@@ -288,7 +364,11 @@ static int qualify(const nc_mpi_comm_t *c, int count, MPI_Datatype dt, MPI_Op op
                 return 0;
             q->in_place_layout = 1;
         }
-        const int ok = !byte || o == NUMACOLL_BAND || o == NUMACOLL_BOR || o == NUMACOLL_BXOR;
+        const int ok = only == ONLY_BITWISE
+                           ? o == NUMACOLL_BAND || o == NUMACOLL_BOR || o == NUMACOLL_BXOR
+                       : only == ONLY_LOGICAL
+                           ? o == NUMACOLL_LAND || o == NUMACOLL_LOR || o == NUMACOLL_LXOR
+                           : 1;
         q->op = (numacoll_op_t)o;
         q->type = (numacoll_type_t)t;
         q->base = base;
@@ -302,7 +382,8 @@ static int qualify(const nc_mpi_comm_t *c, int count, MPI_Datatype dt, MPI_Op op
             e->q = *q;
         }
         if (!ok)
-            return 0; /* MPI defines only the bitwise ops on MPI_BYTE */
+            return 0; /* MPI defines only the bitwise ops on MPI_BYTE, the logical
+                         ones on MPI_LOGICAL */
         q->n = (size_t)count * (size_t)(size / bsize);
     } else {
         if (predefined_op(op))

@@ -24,12 +24,16 @@
 ! user op (MPI_Op_create, a Fortran subroutine, not commutative) composing
 ! affine maps x -> a*x + b (mod 32749) on a contiguous pair of INTEGERs:
 ! the result must be MPI's rank order x0 op x1 op ... op x(p-1) (the test
-! checks its data tells that from the reverse order). MPI_MAXLOC on
-! MPI_2INTEGER once (numacoll leaves Fortran pair types to the MPI library).
+! checks its data tells that from the reverse order). Fortran's own pair and
+! logical types, MPI_Allreduce of 1 and 1000 elements on both communicators:
+! MPI_MAXLOC on MPI_2INTEGER, MPI_MINLOC on MPI_2DOUBLE_PRECISION and
+! MPI_MAXLOC on MPI_2REAL (many ties: the lowest index wins), MPI_LAND,
+! MPI_LOR and MPI_LXOR on LOGICAL (all true, all false, one rank odd out,
+! mixed).
 !
 ! Rank 0 prints the calls it expects numacoll to have handled (communicators
 ! of 2 or more ranks) and those it expects the MPI library to have (1 rank;
-! MPI_2INTEGER; the non-commutative user op when the communicator spans
+! the non-commutative user op when the communicator spans
 ! several nodes, i.e. with NUMACOLL_TEST_VIRTUAL_NODES > 1), for
 ! tests/fortran/check_fortran.sh to compare with the NUMACOLL_STATS line,
 ! then "fcoll: N errors".
@@ -162,7 +166,10 @@ program fcoll
     call reductions(half, hsize, sizes(n))
   end do
   call MPI_Op_free(affine, ierr)
-  call maxloc_pairs(world, nranks)
+  do n = 1, 2
+    call fortran_types(world, nranks, sizes(n))
+    call fortran_types(half, hsize, sizes(n))
+  end do
   if (mismatch) then
     call truncate(world, nranks, 500)
     call truncate(world, nranks, 20000)
@@ -625,23 +632,47 @@ contains
     call MPI_Type_free(pair, ierr)
   end subroutine
 
-  ! MPI_MAXLOC on MPI_2INTEGER (value, rank), ties at the lowest rank: a
-  ! Fortran pair type, the MPI library's.
-  subroutine maxloc_pairs(comm, csize)
+  ! Fortran's pair and logical types (numacoll's since they map onto its
+  ! own: 2INTEGER is its 2INT, 2REAL and 2DOUBLE_PRECISION its 2FLOAT and
+  ! 2DOUBLE, LOGICAL the integers' logical ops): MPI_Allreduce of n elements.
+  ! Values repeat every 3 ranks, so most elements tie and the index decides.
+  subroutine fortran_types(comm, csize, n)
     COMM_T, intent(in) :: comm
-    integer, intent(in) :: csize
-    integer :: s(2, 3), r(2, 3), me, k, j, best, at, bad, ierr
+    integer, intent(in) :: csize, n
+    integer, allocatable :: si(:, :), ri(:, :)
+    real(8), allocatable :: sd(:, :), rd(:, :)
+    real(4), allocatable :: sr(:, :), rr(:, :)
+    logical, allocatable :: sl(:), rl(:), want(:)
+    integer :: me, k, j, bad, ierr, o, at
+    real(8) :: best
+    character(len=80) :: what
+    OP_T :: lop(3)
     call MPI_Comm_rank(comm, me, ierr)
-    do k = 1, 3
-      s(1, k) = mod(me * k, 3)
-      s(2, k) = me
+    allocate(si(2, n), ri(2, n), sd(2, n), rd(2, n), sr(2, n), rr(2, n))
+    allocate(sl(n + 1), rl(n + 1), want(n))
+    do k = 1, n
+      si(1, k) = mod(me * k, 3)
+      si(2, k) = me
+      sd(1, k) = 0.5d0 * mod(me + k, 3)
+      sd(2, k) = 2.0d0 * me + 0.25d0
+      sr(1, k) = 1.5 * mod(me * (k + 1), 3)
+      sr(2, k) = real(csize - me)
     end do
-    r = -1
-    call MPI_Allreduce(s, r, 3, MPI_2INTEGER, MPI_MAXLOC, comm, ierr)
-    call tally_to(k_allreduce, .false.)
-    call check(ierr == MPI_SUCCESS, 'maxloc: ierror')
+    ri = -1
+    rd = -1
+    rr = -1
+    call MPI_Allreduce(si, ri, n, MPI_2INTEGER, MPI_MAXLOC, comm, ierr)
+    call check(ierr == MPI_SUCCESS, tag('2integer maxloc: ierror', n, -1, .false.))
+    call MPI_Allreduce(sd, rd, n, MPI_2DOUBLE_PRECISION, MPI_MINLOC, comm, ierr)
+    call check(ierr == MPI_SUCCESS, tag('2double_precision minloc: ierror', n, -1, .false.))
+    call MPI_Allreduce(sr, rr, n, MPI_2REAL, MPI_MAXLOC, comm, ierr)
+    call check(ierr == MPI_SUCCESS, tag('2real maxloc: ierror', n, -1, .false.))
+    do j = 1, 3
+      call tally(csize, k_allreduce)
+    end do
     bad = 0
-    do k = 1, 3
+    do k = 1, n
+      ! 2INTEGER, MAXLOC: the index is the rank, ranks in order
       best = -1
       at = -1
       do j = 0, csize - 1
@@ -650,9 +681,89 @@ contains
           at = j
         end if
       end do
-      if (r(1, k) /= best .or. r(2, k) /= at) bad = bad + 1
+      if (ri(1, k) /= best .or. ri(2, k) /= at) bad = bad + 1
+      ! 2DOUBLE_PRECISION, MINLOC: index 2*rank + 0.25, lowest first
+      best = 1d9
+      at = -1
+      do j = 0, csize - 1
+        if (0.5d0 * mod(j + k, 3) < best) then
+          best = 0.5d0 * mod(j + k, 3)
+          at = j
+        end if
+      end do
+      if (rd(1, k) /= best .or. rd(2, k) /= 2.0d0 * at + 0.25d0) bad = bad + 1
+      ! 2REAL, MAXLOC: index csize - rank, so the lowest index is the
+      ! highest rank of the ties
+      best = -1
+      at = -1
+      do j = csize - 1, 0, -1
+        if (1.5 * mod(j * (k + 1), 3) > best) then
+          best = 1.5 * mod(j * (k + 1), 3)
+          at = j
+        end if
+      end do
+      if (rr(1, k) /= real(best, 4) .or. rr(2, k) /= real(csize - at)) bad = bad + 1
     end do
-    call check(bad == 0, 'maxloc: wrong pairs')
+    call check(bad == 0, tag('fortran pairs: wrong pairs', n, -1, .false.))
+
+    lop = [MPI_LAND, MPI_LOR, MPI_LXOR]
+    do o = 1, 3
+      ! element k: pattern mod(k, 4): all true, all false, rank 0 odd out,
+      ! ranks alternating
+      do k = 1, n
+        select case (mod(k, 4))
+        case (0)
+          sl(k) = .true.
+        case (1)
+          sl(k) = .false.
+        case (2)
+          sl(k) = me /= 0
+        case default
+          sl(k) = mod(me + k, 2) == 0
+        end select
+      end do
+      sl(n + 1) = .true.
+      rl = .false.
+      rl(n + 1) = .true.
+      do k = 1, n
+        want(k) = sl_of(k, 0)
+        do j = 1, csize - 1
+          select case (o)
+          case (1)
+            want(k) = want(k) .and. sl_of(k, j)
+          case (2)
+            want(k) = want(k) .or. sl_of(k, j)
+          case default
+            want(k) = want(k) .neqv. sl_of(k, j)
+          end select
+        end do
+      end do
+      call MPI_Allreduce(sl, rl, n, MPI_LOGICAL, lop(o), comm, ierr)
+      call tally(csize, k_allreduce)
+      write(what, '(a,i0)') 'logical op ', o
+      call check(ierr == MPI_SUCCESS, tag(trim(what) // ': ierror', n, -1, .false.))
+      bad = 0
+      do k = 1, n
+        if (rl(k) .neqv. want(k)) bad = bad + 1
+      end do
+      call check(bad == 0, tag(trim(what) // ': wrong elements', n, -1, .false.))
+      call check(rl(n + 1), tag(trim(what) // ': element after the message written', n, -1, &
+                 .false.))
+    end do
   end subroutine
+
+  logical function sl_of(k, r)
+    integer, intent(in) :: k, r
+    select case (mod(k, 4))
+    case (0)
+      sl_of = .true.
+    case (1)
+      sl_of = .false.
+    case (2)
+      sl_of = r /= 0
+    case default
+      sl_of = mod(r + k, 2) == 0
+    end select
+  end function
 
 end program

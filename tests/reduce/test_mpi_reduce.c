@@ -108,7 +108,7 @@ static unsigned long long nc_calls(void)
 
 /* ---- datatypes and ops -------------------------------------------------------- */
 
-enum { K_INT, K_FLT, K_CPX, K_BOOL, K_BYTE, K_PAIR };
+enum { K_INT, K_FLT, K_CPX, K_BOOL, K_BYTE, K_PAIR, K_FLOG };
 
 struct pair_f { float v; int i; };
 struct pair_d { double v; int i; };
@@ -116,6 +116,8 @@ struct pair_l { long v; int i; };
 struct pair_2i { int v; int i; };
 struct pair_s { short v; int i; };
 struct pair_ld { long double v; int i; };
+struct pair_2r { float v; float i; };         /* MPI_2REAL */
+struct pair_2dp { double v; double i; };      /* MPI_2DOUBLE_PRECISION */
 
 typedef struct tdesc {
     const char *name;
@@ -126,14 +128,18 @@ typedef struct tdesc {
     int ml;         /* multi-language type (MPI_AINT...): no logical ops */
     size_t size;    /* bytes of one element (its extent) */
     int vcls, vw;   /* K_PAIR: the value's class (K_INT signed, K_FLT) and w */
-    size_t ioff;    /* K_PAIR: offset of the index */
+    size_t ioff;    /* K_PAIR: offset of the index ... */
+    int ik;         /* ... an int (-1) or a float / double (0, 1, as w) */
 } tdesc_t;
 
-#define TI(T, c, s) {#T, T, K_INT, sizeof(c), s, 0, sizeof(c), 0, 0, 0}
-#define TM(T, c) {#T, T, K_INT, sizeof(c), 1, 1, sizeof(c), 0, 0, 0}
-#define TF(T, c, k) {#T, T, K_FLT, k, 1, 0, sizeof(c), 0, 0, 0}
-#define TC(T, c, k) {#T, T, K_CPX, k, 1, 0, sizeof(c), 0, 0, 0}
-#define TP(T, s, vc, vw) {#T, T, K_PAIR, 0, 0, 0, sizeof(struct s), vc, vw, offsetof(struct s, i)}
+#define TI(T, c, s) {#T, T, K_INT, sizeof(c), s, 0, sizeof(c), 0, 0, 0, -1}
+#define TM(T, c) {#T, T, K_INT, sizeof(c), 1, 1, sizeof(c), 0, 0, 0, -1}
+#define TF(T, c, k) {#T, T, K_FLT, k, 1, 0, sizeof(c), 0, 0, 0, -1}
+#define TC(T, c, k) {#T, T, K_CPX, k, 1, 0, sizeof(c), 0, 0, 0, -1}
+#define TP(T, s, vc, vw) \
+    {#T, T, K_PAIR, 0, 0, 0, sizeof(struct s), vc, vw, offsetof(struct s, i), -1}
+/* Fortran pairs of two reals: the index is of the value's type */
+#define TP2(T, s, k) {#T, T, K_PAIR, 0, 0, 0, sizeof(struct s), K_FLT, k, offsetof(struct s, i), k}
 
 static const tdesc_t types[] = {
     TI(MPI_SIGNED_CHAR, signed char, 1), TI(MPI_UNSIGNED_CHAR, unsigned char, 0),
@@ -149,8 +155,20 @@ static const tdesc_t types[] = {
     TF(MPI_FLOAT, float, 0), TF(MPI_DOUBLE, double, 1), TF(MPI_LONG_DOUBLE, long double, 2),
     TC(MPI_C_FLOAT_COMPLEX, float _Complex, 0), TC(MPI_C_DOUBLE_COMPLEX, double _Complex, 1),
     TC(MPI_C_LONG_DOUBLE_COMPLEX, long double _Complex, 2),
-    {"MPI_C_BOOL", MPI_C_BOOL, K_BOOL, sizeof(_Bool), 0, 0, sizeof(_Bool), 0, 0, 0},
-    {"MPI_BYTE", MPI_BYTE, K_BYTE, 1, 0, 0, 1, 0, 0, 0},
+    {"MPI_C_BOOL", MPI_C_BOOL, K_BOOL, sizeof(_Bool), 0, 0, sizeof(_Bool), 0, 0, 0, -1},
+    {"MPI_BYTE", MPI_BYTE, K_BYTE, 1, 0, 0, 1, 0, 0, 0, -1},
+    /* Fortran and C++ types the C API names too (gfortran's default kinds: INTEGER
+     * and LOGICAL 4 bytes, .TRUE. 1; main() checks the sizes) */
+    TM(MPI_INTEGER, int32_t), TM(MPI_INTEGER8, int64_t),
+    TF(MPI_REAL, float, 0), TF(MPI_DOUBLE_PRECISION, double, 1),
+    TC(MPI_COMPLEX, float _Complex, 0), TC(MPI_DOUBLE_COMPLEX, double _Complex, 1),
+    TC(MPI_COMPLEX8, float _Complex, 0), TC(MPI_COMPLEX16, double _Complex, 1),
+    {"MPI_LOGICAL", MPI_LOGICAL, K_FLOG, 4, 1, 0, 4, 0, 0, 0, -1},
+    TP(MPI_2INTEGER, pair_2i, K_INT, sizeof(int)), TP2(MPI_2REAL, pair_2r, 0),
+    TP2(MPI_2DOUBLE_PRECISION, pair_2dp, 1),
+    {"MPI_CXX_BOOL", MPI_CXX_BOOL, K_BOOL, 1, 0, 0, 1, 0, 0, 0, -1},
+    TC(MPI_CXX_FLOAT_COMPLEX, float _Complex, 0), TC(MPI_CXX_DOUBLE_COMPLEX, double _Complex, 1),
+    TC(MPI_CXX_LONG_DOUBLE_COMPLEX, long double _Complex, 2),
     TP(MPI_FLOAT_INT, pair_f, K_FLT, 0), TP(MPI_DOUBLE_INT, pair_d, K_FLT, 1),
     TP(MPI_LONG_INT, pair_l, K_INT, sizeof(long)), TP(MPI_2INT, pair_2i, K_INT, sizeof(int)),
     TP(MPI_SHORT_INT, pair_s, K_INT, sizeof(short)),
@@ -179,7 +197,7 @@ static int op_valid(int op, const tdesc_t *t)
     case O_MIN: case O_MAX:
         return t->cls == K_INT || t->cls == K_FLT;
     case O_LAND: case O_LOR: case O_LXOR:
-        return (t->cls == K_INT && !t->ml) || t->cls == K_BOOL;
+        return (t->cls == K_INT && !t->ml) || t->cls == K_BOOL || t->cls == K_FLOG;
     case O_BAND: case O_BOR: case O_BXOR:
         return t->cls == K_INT || t->cls == K_BYTE;
     default:
@@ -276,6 +294,7 @@ static val_t load(const tdesc_t *t, const unsigned char *p)
     switch (t->cls) {
     case K_INT: v.u = int_load(p, t->w, t->sgn); break;
     case K_BOOL: case K_BYTE: v.u = int_load(p, 1, 0); break;   /* _Bool read as a byte */
+    case K_FLOG: v.u = int_load(p, t->w, 1); break;
     case K_FLT: v.re = flt_load(p, t->w); break;
     case K_CPX:
         v.re = flt_load(p, t->w);
@@ -286,7 +305,10 @@ static val_t load(const tdesc_t *t, const unsigned char *p)
             v.u = int_load(p, t->vw, 1);
         else
             v.re = flt_load(p, t->vw);
-        memcpy(&v.idx, p + t->ioff, sizeof v.idx);
+        if (t->ik < 0)
+            memcpy(&v.idx, p + t->ioff, sizeof v.idx);
+        else
+            v.idx = (int)flt_load(p + t->ioff, t->ik); /* an integer, exact */
         break;
     }
     return v;
@@ -297,6 +319,7 @@ static void store(const tdesc_t *t, val_t v, unsigned char *p)
     switch (t->cls) {
     case K_INT: int_store(p, v.u, t->w); break;
     case K_BOOL: case K_BYTE: int_store(p, v.u, 1); break;
+    case K_FLOG: int_store(p, v.u, t->w); break;
     case K_FLT: flt_store(p, v.re, t->w); break;
     case K_CPX:
         flt_store(p, v.re, t->w);
@@ -307,7 +330,10 @@ static void store(const tdesc_t *t, val_t v, unsigned char *p)
             int_store(p, v.u, t->vw);
         else
             flt_store(p, v.re, t->vw);
-        memcpy(p + t->ioff, &v.idx, sizeof v.idx);
+        if (t->ik < 0)
+            memcpy(p + t->ioff, &v.idx, sizeof v.idx);
+        else
+            flt_store(p + t->ioff, v.idx, t->ik);
         break;
     }
 }
@@ -396,7 +422,7 @@ static val_t gen(const tdesc_t *t, int op, uint64_t seed, int r, size_t e, int p
     switch (t->cls) {
     case K_INT: v.u = gen_int(op, t->w, t->sgn, seed, r, e, p, h, safe); break;
     case K_BYTE: v.u = gen_int(op, 1, 0, seed, r, e, p, h, 0); break;
-    case K_BOOL: v.u = (uint64_t)truth(seed, r, e, p, h); break;
+    case K_BOOL: case K_FLOG: v.u = (uint64_t)truth(seed, r, e, p, h); break;
     case K_FLT: v.re = gen_flt(op, t->w, r, e, p, h); break;
     case K_CPX:
         if (op == O_SUM) {

@@ -86,6 +86,8 @@ typedef struct { long v; int i; } pair_long_t;
 typedef struct { int v; int i; } pair_int_t;
 typedef struct { short v; int i; } pair_short_t;
 typedef struct { long double v; int i; } pair_ldouble_t;
+typedef struct { float v; float i; } pair_2float_t;
+typedef struct { double v; double i; } pair_2double_t;
 
 typedef struct tdesc {
     const char *name;
@@ -94,10 +96,13 @@ typedef struct tdesc {
     int fk;         /* K_FLT, K_CPLX: 0 float, 1 double, 2 long double */
     size_t part;    /* K_CPLX: bytes of one part; K_PAIR: bytes of the value */
     size_t sig;     /* significant bytes of a real part or pair value (10 for long double) */
-    size_t idx_off; /* K_PAIR: offset of the int index */
+    size_t idx_off; /* K_PAIR: offset of the index ... */
+    int ik;         /* ... an int (0), float (1) or double (2) */
 } tdesc_t;
 
-#define PAIR(T, name, vt, sig) {name, sizeof(T), K_PAIR, 0, sizeof(vt), sig, offsetof(T, i)}
+#define PAIR(T, name, vt, sig) {name, sizeof(T), K_PAIR, 0, sizeof(vt), sig, offsetof(T, i), 0}
+#define PAIRF(T, name, vt, ik) {name, sizeof(T), K_PAIR, 0, sizeof(vt), sizeof(vt), offsetof(T, i), ik}
+static const size_t idx_size[3] = {sizeof(int), sizeof(float), sizeof(double)};
 static const tdesc_t T[NTYPES] = {
     [NUMACOLL_INT8] = {"INT8", 1, K_SINT, 0, 1, 1, 0},
     [NUMACOLL_INT16] = {"INT16", 2, K_SINT, 0, 2, 2, 0},
@@ -124,6 +129,8 @@ static const tdesc_t T[NTYPES] = {
     [NUMACOLL_2INT] = PAIR(pair_int_t, "2INT", int, sizeof(int)),
     [NUMACOLL_SHORT_INT] = PAIR(pair_short_t, "SHORT_INT", short, sizeof(short)),
     [NUMACOLL_LONG_DOUBLE_INT] = PAIR(pair_ldouble_t, "LONG_DOUBLE_INT", long double, LD_SIG),
+    [NUMACOLL_2FLOAT] = PAIRF(pair_2float_t, "2FLOAT", float, 1),
+    [NUMACOLL_2DOUBLE] = PAIRF(pair_2double_t, "2DOUBLE", double, 2),
     [UT_MAT] = {"user:mat2x2", 16, K_UMAT, 0, 16, 16, 0},
     [UT_TRI] = {"user:sum3x32", 12, K_UTRI, 0, 12, 12, 0},
 };
@@ -285,6 +292,30 @@ static uint64_t ld_int(const void *p, size_t n, int sgn)
     }
 }
 
+/* A pair's index of kind ik (tdesc_t) at p, as a double (exact for all three). */
+static double idx_get(const unsigned char *p, int ik)
+{
+    int i;
+    float f;
+    double d;
+    switch (ik) {
+    case 0: memcpy(&i, p, sizeof i); return i;
+    case 1: memcpy(&f, p, sizeof f); return f;
+    default: memcpy(&d, p, sizeof d); return d;
+    }
+}
+
+static void idx_put(unsigned char *p, int ik, int v)
+{
+    const float f = (float)v;
+    const double d = v;
+    switch (ik) {
+    case 0: memcpy(p, &v, sizeof v); break;
+    case 1: memcpy(p, &f, sizeof f); break;
+    default: memcpy(p, &d, sizeof d); break;
+    }
+}
+
 /* Pair values come from four values so that ties are frequent; two of them
  * differ only where a narrower type would not see it (long vs int, long
  * double vs double, ...). Indices are random, not the rank. */
@@ -293,12 +324,14 @@ static void gen_pair(int t, uint64_t h, void *out)
     int j = (int)(h % 4), idx = (int)(mix64(h ^ 0xabc) % 2001) - 1000;
     memset(out, 0, T[t].size);
     switch (t) {
-    case NUMACOLL_FLOAT_INT: {
+    case NUMACOLL_FLOAT_INT:
+    case NUMACOLL_2FLOAT: {
         static const float v[4] = {1.0f, 1.0f + 0x1p-20f, -2.0f, 3.0f};
         memcpy(out, &v[j], sizeof v[j]);
         break;
     }
-    case NUMACOLL_DOUBLE_INT: {
+    case NUMACOLL_DOUBLE_INT:
+    case NUMACOLL_2DOUBLE: {
         static const double v[4] = {1.0, 1.0 + 0x1p-50, -2.0, 3.0};
         memcpy(out, &v[j], sizeof v[j]);
         break;
@@ -324,7 +357,7 @@ static void gen_pair(int t, uint64_t h, void *out)
         break;
     }
     }
-    memcpy((unsigned char *)out + T[t].idx_off, &idx, sizeof idx);
+    idx_put((unsigned char *)out + T[t].idx_off, T[t].ik, idx);
 }
 
 /* Element k of member `rank`'s input for the call `seed`. */
@@ -446,20 +479,20 @@ static void combine(int t, int op, void *acc, const void *x)
     case K_PAIR: {
         int c; /* sign of x.v - acc.v */
         switch (t) {
-        case NUMACOLL_FLOAT_INT: PAIR_CMP(float); break;
-        case NUMACOLL_DOUBLE_INT: PAIR_CMP(double); break;
+        case NUMACOLL_FLOAT_INT: case NUMACOLL_2FLOAT: PAIR_CMP(float); break;
+        case NUMACOLL_DOUBLE_INT: case NUMACOLL_2DOUBLE: PAIR_CMP(double); break;
         case NUMACOLL_LONG_INT: PAIR_CMP(long); break;
         case NUMACOLL_2INT: PAIR_CMP(int); break;
         case NUMACOLL_SHORT_INT: PAIR_CMP(short); break;
         default: PAIR_CMP(long double); break;
         }
-        int xi, ai;
-        memcpy(&xi, (const unsigned char *)x + d->idx_off, sizeof xi);
-        memcpy(&ai, (unsigned char *)acc + d->idx_off, sizeof ai);
+        const double xi = idx_get((const unsigned char *)x + d->idx_off, d->ik),
+                     ai = idx_get((unsigned char *)acc + d->idx_off, d->ik);
         if (op == NUMACOLL_MINLOC ? c < 0 : c > 0)
             memcpy(acc, x, d->size);
         else if (c == 0 && xi < ai)
-            memcpy((unsigned char *)acc + d->idx_off, &xi, sizeof xi);
+            memcpy((unsigned char *)acc + d->idx_off, (const unsigned char *)x + d->idx_off,
+                   idx_size[d->ik]);
         break;
     }
     case K_UMAT: {
@@ -546,7 +579,7 @@ static int elem_eq(int t, const void *a, const void *b)
     case K_CPLX:
         return !memcmp(x, y, d->sig) && !memcmp(x + d->part, y + d->part, d->sig);
     case K_PAIR:
-        return !memcmp(x, y, d->sig) && !memcmp(x + d->idx_off, y + d->idx_off, sizeof(int));
+        return !memcmp(x, y, d->sig) && !memcmp(x + d->idx_off, y + d->idx_off, idx_size[d->ik]);
     default:
         return !memcmp(x, y, d->size);
     }
