@@ -82,14 +82,27 @@ static const named_t *named_types(size_t *n)
         {MPI_C_COMPLEX, K_COMPLEX, 0},     {MPI_C_DOUBLE_COMPLEX, K_COMPLEX, 0},
         {MPI_C_LONG_DOUBLE_COMPLEX, K_COMPLEX, 0}, {MPI_COMPLEX, K_COMPLEX, 0},
         {MPI_DOUBLE_COMPLEX, K_COMPLEX, 0}, {MPI_C_BOOL, K_BOOL, 0},
-        {MPI_COMPLEX8, K_COMPLEX, 0},      {MPI_COMPLEX16, K_COMPLEX, 0},
+#ifdef MPI_COMPLEX8 /* each optional kind is defined only where the compiler has it */
+        {MPI_COMPLEX8, K_COMPLEX, 0},
+#endif
+#ifdef MPI_COMPLEX16
+        {MPI_COMPLEX16, K_COMPLEX, 0},
+#endif
         {MPI_CXX_BOOL, K_BOOL, 0},         {MPI_CXX_FLOAT_COMPLEX, K_COMPLEX, 0},
         {MPI_CXX_DOUBLE_COMPLEX, K_COMPLEX, 0},
         {MPI_CXX_LONG_DOUBLE_COMPLEX, K_COMPLEX, 0},
         {MPI_LOGICAL, K_FLOG, 0},
 #ifdef MPI_LOGICAL1 /* Open MPI's sized logicals */
-        {MPI_LOGICAL1, K_FLOG, 0},         {MPI_LOGICAL2, K_FLOG, 0},
-        {MPI_LOGICAL4, K_FLOG, 0},         {MPI_LOGICAL8, K_FLOG, 0},
+        {MPI_LOGICAL1, K_FLOG, 0},
+#endif
+#ifdef MPI_LOGICAL2
+        {MPI_LOGICAL2, K_FLOG, 0},
+#endif
+#ifdef MPI_LOGICAL4
+        {MPI_LOGICAL4, K_FLOG, 0},
+#endif
+#ifdef MPI_LOGICAL8
+        {MPI_LOGICAL8, K_FLOG, 0},
 #endif
         {MPI_2INT, K_PAIR, NUMACOLL_2INT}, {MPI_FLOAT_INT, K_PAIR, NUMACOLL_FLOAT_INT},
         {MPI_DOUBLE_INT, K_PAIR, NUMACOLL_DOUBLE_INT}, {MPI_LONG_INT, K_PAIR, NUMACOLL_LONG_INT},
@@ -115,10 +128,11 @@ static void put_int(void *p, int64_t v, int size)
 
 /* Fortran LOGICAL dt of `size` bytes: 1 when the MPI library's own LAND, LOR
  * and LXOR on it are numacoll's on the signed integer of that size (any
- * non-zero is true, the result is 1 or 0): its .TRUE. is 1 and its .FALSE.
- * 0, as with gfortran. Else (a library built for .TRUE. = -1, or one that
- * takes only its .TRUE. as true) the calls go to the library. Asked once per
- * type with PMPI_Reduce_local; *known caches it (0: not asked, 1: no, 2: yes). */
+ * non-zero is true, the result is 1 or 0). Open MPI's are C's whatever its
+ * .TRUE.; MPICH's take all but .FALSE. as true and give its .TRUE., so they
+ * agree where .TRUE. is 1 (gfortran's); a library that differs (.TRUE. = -1)
+ * keeps the calls. Asked once per type with PMPI_Reduce_local; *known caches
+ * it (0: not asked, 1: no, 2: yes). */
 static int flog_agrees(MPI_Datatype dt, int size, _Atomic signed char *known)
 {
     /* relaxed: a cache of an answer that never changes; a race asks twice */

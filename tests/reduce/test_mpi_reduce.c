@@ -4,10 +4,13 @@
  * checks its own buffers against a reference it computes itself: any rank's
  * input is a function of (call seed, rank, element), so each rank folds all
  * ranks' inputs in rank order. Tested:
- *  1. every predefined op x every predefined C datatype MPI defines it on
- *     (SUM/PROD: integers, floating, complex; MIN/MAX: integers, floating;
- *     LAND/LOR/LXOR: integers, MPI_C_BOOL; BAND/BOR/BXOR: integers, MPI_BYTE;
- *     MINLOC/MAXLOC: the six pair types, ties giving the lowest index). The
+ *  1. every predefined op x every predefined C datatype MPI defines it on,
+ *     and the Fortran and C++ ones the C API names (SUM/PROD: integers,
+ *     floating, complex; MIN/MAX: integers, floating; LAND/LOR/LXOR: C
+ *     integers, MPI_C_BOOL, MPI_CXX_BOOL, MPI_LOGICAL; BAND/BOR/BXOR:
+ *     integers, MPI_BYTE; MINLOC/MAXLOC: the six C pair types and
+ *     MPI_2INTEGER, MPI_2REAL, MPI_2DOUBLE_PRECISION, ties giving the lowest
+ *     index). The
  *     multi-language types MPI_AINT, MPI_OFFSET and MPI_COUNT count as
  *     integers, except for the logical ops (MPI's table). Inputs keep integer
  *     results free of overflow and floating results exact in any order;
@@ -18,7 +21,8 @@
  *     3 MiB, and (full) one 64 MiB MPI_DOUBLE sum;
  *  4. MPI_IN_PLACE (reduce: at the root);
  *  5. derived types of one predefined type (contiguous, vector, indexed, a
- *     strided MPI_DOUBLE_INT, a contiguous MPI_LONG_DOUBLE_INT) with
+ *     strided MPI_DOUBLE_INT, a contiguous MPI_LONG_DOUBLE_INT, a strided
+ *     MPI_2REAL and MPI_LOGICAL) with
  *     predefined ops: results at the data positions only, the gaps
  *     untouched. MPI defines predefined ops on predefined datatypes only;
  *     Open MPI and MPICH refuse these (MPI_ERR_OP, noted), numacoll takes
@@ -881,7 +885,8 @@ static void paths(shape_t *s, int full)
  * (MPI_ERR_OP, note), numacoll takes them. */
 static void derived(shape_t *s, int full)
 {
-    layout_t lays[5] = {
+    enum { NLAYS = 7 };
+    layout_t lays[NLAYS] = {
         {"contiguous(3, MPI_INT)", MPI_DATATYPE_NULL, type_index(MPI_INT), 3, 3, {0, 1, 2}, 0},
         {"vector(4, 2, 3, MPI_DOUBLE)", MPI_DATATYPE_NULL, type_index(MPI_DOUBLE), 8, 11,
          {0, 1, 3, 4, 6, 7, 9, 10}, 0},
@@ -891,19 +896,27 @@ static void derived(shape_t *s, int full)
          {0, 2}, 1},
         {"contiguous(3, MPI_LONG_DOUBLE_INT)", MPI_DATATYPE_NULL,
          type_index(MPI_LONG_DOUBLE_INT), 3, 3, {0, 1, 2}, 0},
+        {"vector(3, 1, 2, MPI_2REAL)", MPI_DATATYPE_NULL, type_index(MPI_2REAL), 3, 5,
+         {0, 2, 4}, 0},
+        {"vector(2, 1, 3, MPI_LOGICAL)", MPI_DATATYPE_NULL, type_index(MPI_LOGICAL), 2, 4,
+         {0, 3}, 0},
     };
-    static const int lops[5][2] = {{O_SUM, O_BAND}, {O_SUM, O_MAX}, {O_BXOR, O_MIN},
-                                   {O_MINLOC, O_MAXLOC}, {O_MAXLOC, O_MINLOC}};
+    static const int lops[NLAYS][2] = {{O_SUM, O_BAND},     {O_SUM, O_MAX},
+                                       {O_BXOR, O_MIN},     {O_MINLOC, O_MAXLOC},
+                                       {O_MAXLOC, O_MINLOC}, {O_MINLOC, O_MAXLOC},
+                                       {O_LXOR, O_LAND}};
     int bl[3] = {1, 2, 3}, dis[3] = {0, 3, 7};
     MPI_Type_contiguous(3, MPI_INT, &lays[0].type);
     MPI_Type_vector(4, 2, 3, MPI_DOUBLE, &lays[1].type);
     MPI_Type_indexed(3, bl, dis, MPI_INT, &lays[2].type);
     MPI_Type_vector(2, 1, 2, MPI_DOUBLE_INT, &lays[3].type);
     MPI_Type_contiguous(3, MPI_LONG_DOUBLE_INT, &lays[4].type);
+    MPI_Type_vector(3, 1, 2, MPI_2REAL, &lays[5].type);
+    MPI_Type_vector(2, 1, 3, MPI_LOGICAL, &lays[6].type);
     static const size_t counts[] = {0, 1, 5, 3000, 100000};
     int p = s->size, c = 0;
     MPI_Comm_set_errhandler(s->comm, MPI_ERRORS_RETURN);
-    for (int l = 0; l < 5; l++) {
+    for (int l = 0; l < NLAYS; l++) {
         MPI_Type_commit(&lays[l].type);
         MPI_Aint lb, extent;
         MPI_Type_get_extent(lays[l].type, &lb, &extent);
