@@ -30,6 +30,13 @@
 ! MPI_MAXLOC on MPI_2REAL (many ties: the lowest index wins), MPI_LAND,
 ! MPI_LOR and MPI_LXOR on LOGICAL (all true, all false, one rank odd out,
 ! mixed).
+! The gather family with blocks of 1 and 1000 INTEGERs on both communicators:
+! MPI_Gather and MPI_Scatter from every root, MPI_Gatherv and MPI_Scatterv
+! from the first and the last, MPI_Allgather(v), MPI_Alltoall(v); v-forms
+! with uneven counts (0 among them for 1-element blocks) laid out in reverse
+! rank order; each with MPI_IN_PLACE where MPI has it (not MPI_Alltoallv);
+! every element checked, and the one after the data. numacoll takes these on
+! a communicator of one rank too (a local copy, docs/gather.md).
 !
 ! Rank 0 prints the calls it expects numacoll to have handled (communicators
 ! of 2 or more ranks) and those it expects the MPI library to have (1 rank;
@@ -113,10 +120,12 @@ program fcoll
 #endif
   COMM_T :: world, half
   OP_T :: affine
-  integer :: rank, nranks, hsize, ierr, provided, errors, n, vnodes, st
+  integer :: rank, nranks, hsize, ierr, provided, errors, n, vnodes, st, ierr_last
   ! calls(c) numacoll, calls(c + 1) MPI library, for c = the collectives' k_*
-  integer, parameter :: k_bcast = 1, k_barrier = 3, k_reduce = 5, k_allreduce = 7
-  integer(8) :: calls(8), total(8)
+  integer, parameter :: k_bcast = 1, k_barrier = 3, k_reduce = 5, k_allreduce = 7, &
+    k_gather = 9, k_gatherv = 11, k_scatter = 13, k_scatterv = 15, k_allgather = 17, &
+    k_allgatherv = 19, k_alltoall = 21, k_alltoallv = 23, nk = 24
+  integer(8) :: calls(nk), total(nk)
   character(len=16) :: arg
   logical :: thread, mismatch
   integer :: i
@@ -169,6 +178,8 @@ program fcoll
   do n = 1, 2
     call fortran_types(world, nranks, sizes(n))
     call fortran_types(half, hsize, sizes(n))
+    call gather_family(world, nranks, sizes(n))
+    call gather_family(half, hsize, sizes(n))
   end do
   if (mismatch) then
     call truncate(world, nranks, 500)
@@ -178,13 +189,21 @@ program fcoll
   ! These two are counted too.
   call tally(nranks, k_reduce)
   call tally(nranks, k_allreduce)
-  call MPI_Reduce(calls, total, 8, MPI_INTEGER8, MPI_SUM, 0, world, ierr)
+  call MPI_Reduce(calls, total, nk, MPI_INTEGER8, MPI_SUM, 0, world, ierr)
   call MPI_Allreduce(MPI_IN_PLACE, errors, 1, MPI_INTEGER, MPI_SUM, world, ierr)
   if (rank == 0) then
-    print '(8(a,i0))', 'fcoll expect: bcast numacoll ', total(1), ' pmpi ', total(2), &
+    print '(24(a,i0))', 'fcoll expect: bcast numacoll ', total(1), ' pmpi ', total(2), &
       ' barrier numacoll ', total(3), ' pmpi ', total(4), &
       ' reduce numacoll ', total(5), ' pmpi ', total(6), &
-      ' allreduce numacoll ', total(7), ' pmpi ', total(8)
+      ' allreduce numacoll ', total(7), ' pmpi ', total(8), &
+      ' gather numacoll ', total(9), ' pmpi ', total(10), &
+      ' gatherv numacoll ', total(11), ' pmpi ', total(12), &
+      ' scatter numacoll ', total(13), ' pmpi ', total(14), &
+      ' scatterv numacoll ', total(15), ' pmpi ', total(16), &
+      ' allgather numacoll ', total(17), ' pmpi ', total(18), &
+      ' allgatherv numacoll ', total(19), ' pmpi ', total(20), &
+      ' alltoall numacoll ', total(21), ' pmpi ', total(22), &
+      ' alltoallv numacoll ', total(23), ' pmpi ', total(24)
     print '(a,i0,a)', 'fcoll: ', errors, ' errors'
   end if
   call MPI_Comm_free(half, ierr)
@@ -750,6 +769,236 @@ contains
       call check(rl(n + 1), tag(trim(what) // ': element after the message written', n, -1, &
                  .false.))
     end do
+  end subroutine
+
+  ! Element i of rank f's block for rank t (t = 0 where one block goes to all).
+  integer function av(i, f, t)
+    integer, intent(in) :: i, f, t
+    av = (f * 64 + t) * 1009 + i
+  end function
+
+  ! Elements in the gather family's v-forms from rank f to rank t.
+  integer function vn(n, f, t)
+    integer, intent(in) :: n, f, t
+    vn = max(n + mod(f + 2 * t, 3) - 1, 0)
+  end function
+
+  subroutine xg_check(r, want, what, n, root, inplace)
+    integer, intent(in) :: r(:), want(:), n, root
+    character(len=*), intent(in) :: what
+    logical, intent(in) :: inplace
+    call check(ierr_last == MPI_SUCCESS, tag(what // ': ierror', n, root, inplace))
+    call check(all(r == want), tag(what // ': wrong elements, or past the data written', n, &
+               root, inplace))
+  end subroutine
+
+  ! The gather family, blocks of n INTEGERs (see the top).
+  subroutine gather_family(comm, csize, n)
+    COMM_T, intent(in) :: comm
+    integer, intent(in) :: csize, n
+    integer, allocatable :: s(:), r(:), want(:), cnt(:), dsp(:), scnt(:), sdsp(:), rcnt(:), &
+                            rdsp(:)
+    integer :: me, root, i, j, ierr, tot, m, ip, last
+    logical :: inp
+    call MPI_Comm_rank(comm, me, ierr)
+    m = csize * (n + 2) + 1
+    allocate(s(m), r(m), want(m), cnt(0:csize - 1), dsp(0:csize - 1), scnt(0:csize - 1), &
+             sdsp(0:csize - 1), rcnt(0:csize - 1), rdsp(0:csize - 1))
+    ! v-forms: rank j's block (vn(n, j, 0) elements) at dsp(j), reverse rank order
+    tot = 0
+    do j = csize - 1, 0, -1
+      cnt(j) = vn(n, j, 0)
+      dsp(j) = tot
+      tot = tot + cnt(j)
+    end do
+    do ip = 0, 1
+      inp = ip == 1
+      ! MPI_Gather, every root
+      do root = 0, csize - 1
+        s = -5
+        r = -7
+        want = -7
+        do i = 1, n
+          s(i) = av(i, me, 0)
+        end do
+        if (me == root) then
+          do j = 0, csize - 1
+            do i = 1, n
+              want(j * n + i) = av(i, j, 0)
+            end do
+          end do
+        end if
+        if (inp .and. me == root) then
+          r(me * n + 1:me * n + n) = s(1:n)
+          call MPI_Gather(MPI_IN_PLACE, n, MPI_INTEGER, r, n, MPI_INTEGER, root, comm, ierr_last)
+        else
+          call MPI_Gather(s, n, MPI_INTEGER, r, n, MPI_INTEGER, root, comm, ierr_last)
+        end if
+        call tally_to(k_gather, .true.)
+        call xg_check(r, want, 'gather', n, root, inp)
+      end do
+      ! MPI_Scatter, every root
+      do root = 0, csize - 1
+        s = -5
+        r = -7
+        want = -7
+        if (me == root) then
+          do j = 0, csize - 1
+            do i = 1, n
+              s(j * n + i) = av(i, root, j)
+            end do
+          end do
+        end if
+        if (.not. (inp .and. me == root)) then
+          do i = 1, n
+            want(i) = av(i, root, me)
+          end do
+        end if
+        if (inp .and. me == root) then
+          call MPI_Scatter(s, n, MPI_INTEGER, MPI_IN_PLACE, n, MPI_INTEGER, root, comm, ierr_last)
+        else
+          call MPI_Scatter(s, n, MPI_INTEGER, r, n, MPI_INTEGER, root, comm, ierr_last)
+        end if
+        call tally_to(k_scatter, .true.)
+        call xg_check(r, want, 'scatter', n, root, inp)
+      end do
+      ! MPI_Gatherv and MPI_Scatterv, the first and the last root
+      do last = 0, 1
+        root = last * (csize - 1)
+        s = -5
+        r = -7
+        want = -7
+        do i = 1, cnt(me)
+          s(i) = av(i, me, 0)
+        end do
+        if (me == root) then
+          do j = 0, csize - 1
+            do i = 1, cnt(j)
+              want(dsp(j) + i) = av(i, j, 0)
+            end do
+          end do
+        end if
+        if (inp .and. me == root) then
+          r(dsp(me) + 1:dsp(me) + cnt(me)) = s(1:cnt(me))
+          call MPI_Gatherv(MPI_IN_PLACE, cnt(me), MPI_INTEGER, r, cnt, dsp, MPI_INTEGER, root, &
+                           comm, ierr_last)
+        else
+          call MPI_Gatherv(s, cnt(me), MPI_INTEGER, r, cnt, dsp, MPI_INTEGER, root, comm, &
+                           ierr_last)
+        end if
+        call tally_to(k_gatherv, .true.)
+        call xg_check(r, want, 'gatherv', n, root, inp)
+
+        s = -5
+        r = -7
+        want = -7
+        if (me == root) then
+          do j = 0, csize - 1
+            do i = 1, cnt(j)
+              s(dsp(j) + i) = av(i, root, j)
+            end do
+          end do
+        end if
+        if (.not. (inp .and. me == root)) then
+          do i = 1, cnt(me)
+            want(i) = av(i, root, me)
+          end do
+        end if
+        if (inp .and. me == root) then
+          call MPI_Scatterv(s, cnt, dsp, MPI_INTEGER, MPI_IN_PLACE, cnt(me), MPI_INTEGER, root, &
+                            comm, ierr_last)
+        else
+          call MPI_Scatterv(s, cnt, dsp, MPI_INTEGER, r, cnt(me), MPI_INTEGER, root, comm, &
+                            ierr_last)
+        end if
+        call tally_to(k_scatterv, .true.)
+        call xg_check(r, want, 'scatterv', n, root, inp)
+      end do
+      ! MPI_Allgather, MPI_Allgatherv
+      s = -5
+      r = -7
+      want = -7
+      do i = 1, n
+        s(i) = av(i, me, 0)
+      end do
+      do j = 0, csize - 1
+        do i = 1, n
+          want(j * n + i) = av(i, j, 0)
+        end do
+      end do
+      if (inp) then
+        r(me * n + 1:me * n + n) = s(1:n)
+        call MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r, n, MPI_INTEGER, comm, ierr_last)
+      else
+        call MPI_Allgather(s, n, MPI_INTEGER, r, n, MPI_INTEGER, comm, ierr_last)
+      end if
+      call tally_to(k_allgather, .true.)
+      call xg_check(r, want, 'allgather', n, -1, inp)
+      r = -7
+      want = -7
+      do i = 1, cnt(me)
+        s(i) = av(i, me, 0)
+      end do
+      do j = 0, csize - 1
+        do i = 1, cnt(j)
+          want(dsp(j) + i) = av(i, j, 0)
+        end do
+      end do
+      if (inp) then
+        r(dsp(me) + 1:dsp(me) + cnt(me)) = s(1:cnt(me))
+        call MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r, cnt, dsp, MPI_INTEGER, comm, &
+                            ierr_last)
+      else
+        call MPI_Allgatherv(s, cnt(me), MPI_INTEGER, r, cnt, dsp, MPI_INTEGER, comm, ierr_last)
+      end if
+      call tally_to(k_allgatherv, .true.)
+      call xg_check(r, want, 'allgatherv', n, -1, inp)
+      ! MPI_Alltoall
+      s = -5
+      r = -7
+      want = -7
+      do j = 0, csize - 1
+        do i = 1, n
+          s(j * n + i) = av(i, me, j)
+          want(j * n + i) = av(i, j, me)
+        end do
+      end do
+      if (inp) then
+        r(1:csize * n) = s(1:csize * n)
+        call MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r, n, MPI_INTEGER, comm, ierr_last)
+      else
+        call MPI_Alltoall(s, n, MPI_INTEGER, r, n, MPI_INTEGER, comm, ierr_last)
+      end if
+      call tally_to(k_alltoall, .true.)
+      call xg_check(r, want, 'alltoall', n, -1, inp)
+    end do
+    ! MPI_Alltoallv: vn(n, f, t) elements from f to t, both sides in reverse rank order
+    s = -5
+    r = -7
+    want = -7
+    tot = 0
+    do j = csize - 1, 0, -1
+      scnt(j) = vn(n, me, j)
+      sdsp(j) = tot
+      tot = tot + scnt(j)
+    end do
+    tot = 0
+    do j = csize - 1, 0, -1
+      rcnt(j) = vn(n, j, me)
+      rdsp(j) = tot
+      tot = tot + rcnt(j)
+    end do
+    do j = 0, csize - 1
+      do i = 1, scnt(j)
+        s(sdsp(j) + i) = av(i, me, j)
+      end do
+      do i = 1, rcnt(j)
+        want(rdsp(j) + i) = av(i, j, me)
+      end do
+    end do
+    call MPI_Alltoallv(s, scnt, sdsp, MPI_INTEGER, r, rcnt, rdsp, MPI_INTEGER, comm, ierr_last)
+    call tally_to(k_alltoallv, .true.)
+    call xg_check(r, want, 'alltoallv', n, -1, .false.)
   end subroutine
 
   logical function sl_of(k, r)
