@@ -6,12 +6,23 @@
  *   1. the node-wide shared-memory budget (nc_mpi_budget_init in
  *      nc_mpi_comm.c): one page shared by the job's ranks on each node that
  *      counts the bytes of every numacoll segment of the job on that node.
+ *   0. the tunables that must be the same everywhere are agreed (agree());
+ *      the exchange is nonblocking, so a rank that does not run numacoll
+ *      (LD_PRELOAD given to some ranks only, e.g. one program of an MPMD
+ *      launch) never matches it with a collective of its own: the ranks
+ *      that do wait, and say after NC_WAIT_FIRST seconds (then every
+ *      NC_WAIT_SAY) what they wait for;
+ *      a contribution without numacoll's mark stops the job (PMPI_Abort)
+ *      with the same explanation instead of computing with garbage.
  * In the wrong MPI (nc_mpi_flavour.h) none of this runs: the entry points
  * hand MPI_Init to the MPI library alone. A program whose MPI_Init does not
  * come through here (e.g. MPI_Session_init) still works: every step has a
  * per-process fallback that needs no start-up.
  */
+#include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "common/nc_common.h"
 #include "nc_mpi.h"
@@ -31,21 +42,57 @@ static const struct {
 };
 #define NAGREED (sizeof agreed / sizeof agreed[0])
 
+#define NC_MARK 0x6e63636f6c6c31LL /* "nccoll1": every rank's last pair in agree() */
+#define NC_WAIT_FIRST 10            /* seconds before the first report of a long wait ... */
+#define NC_WAIT_SAY 60              /* ... and between the next ones */
+
+static const char nc_mixed_hint[] =
+    "every rank of the job must run numacoll: give LD_PRELOAD to every rank (an MPMD launch "
+    "with ':' takes it per program: -genv with MPICH's mpiexec, -x in each program's part "
+    "with Open MPI's mpirun), or link every program with libnumacoll-mpi";
+
 static void agree(void)
 {
     nc_config_t cfg;
     nc_config_snapshot(&cfg);
-    /* one MPI_MAX over (v, -v): the largest and the smallest value at once */
-    long long mine[2 * NAGREED], all[2 * NAGREED];
+    /* one MPI_MAX over (v, -v): the largest and the smallest value at once; the last
+     * pair is numacoll's mark, the same on every rank that runs numacoll */
+    long long mine[2 * NAGREED + 2], all[2 * NAGREED + 2];
     for (size_t i = 0; i < NAGREED; i++) {
         mine[2 * i] = cfg.v[agreed[i].param].num;
         mine[2 * i + 1] = -cfg.v[agreed[i].param].num;
     }
-    if (PMPI_Allreduce(mine, all, (int)(2 * NAGREED), MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD) !=
-        MPI_SUCCESS)
-        return;
-    int wrank = 0;
+    mine[2 * NAGREED] = NC_MARK;
+    mine[2 * NAGREED + 1] = -NC_MARK;
+    int wrank = 0, done = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    MPI_Request req;
+    if (PMPI_Iallreduce(mine, all, (int)(2 * NAGREED + 2), MPI_LONG_LONG, MPI_MAX,
+                        MPI_COMM_WORLD, &req) != MPI_SUCCESS)
+        return;
+    const uint64_t t0 = nc_time_ns();
+    uint64_t say = t0 + (uint64_t)NC_WAIT_FIRST * 1000000000u;
+    while (PMPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done) {
+        if (nc_time_ns() >= say) {
+            nc_log_error("rank %d has waited %.0f s in MPI_Init for the other ranks' numacoll "
+                         "start-up; if some ranks do not run numacoll, the job hangs here: %s",
+                         wrank, (double)(nc_time_ns() - t0) * 1e-9, nc_mixed_hint);
+            say += (uint64_t)NC_WAIT_SAY * 1000000000u;
+        }
+        /* the MPI library progresses in PMPI_Test; a wait past a second naps */
+        if (nc_time_ns() - t0 < 1000000000u)
+            sched_yield();
+        else
+            nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = 1000000}, NULL);
+    }
+    if (!done)
+        return;
+    if (all[2 * NAGREED] != NC_MARK || all[2 * NAGREED + 1] != -NC_MARK) {
+        nc_log_error("rank %d: numacoll's start-up exchange in MPI_Init met a collective that is "
+                     "not numacoll's: %s; stopping the job",
+                     wrank, nc_mixed_hint);
+        PMPI_Abort(MPI_COMM_WORLD, 1);
+    }
     for (size_t i = 0; i < NAGREED; i++) {
         const long long hi = all[2 * i], lo = -all[2 * i + 1];
         if (hi == lo)
