@@ -99,10 +99,24 @@ int nc_param_parse(int index, const char *text, nc_param_value_t *out, char *err
     nc_param_range_text(index, range, sizeof range);
     nc_param_value_t v = {0};
 
+    const int is_bool = d->unit && !strcmp(d->unit, "bool");
     switch (d->type) {
     case NC_PT_SIZE:
     case NC_PT_INT:
-        if (parse_int(text, d->type == NC_PT_SIZE, &v.num) || v.num < d->min || v.num > d->max) {
+        if (is_bool && (!strcasecmp(text, "on") || !strcasecmp(text, "yes") ||
+                        !strcasecmp(text, "true"))) {
+            v.num = 1; /* a switch also reads as the words people write for one */
+        } else if (is_bool && (!strcasecmp(text, "off") || !strcasecmp(text, "no") ||
+                               !strcasecmp(text, "false"))) {
+            v.num = 0;
+        } else if (is_bool && (parse_int(text, 0, &v.num) || v.num < d->min || v.num > d->max)) {
+            snprintf(err, errlen,
+                     "NUMACOLL_%s=\"%s\" is not valid: expected 0 or 1 (off/on, no/yes, "
+                     "false/true)",
+                     d->name, nc_quote(q, sizeof q, text));
+            return NUMACOLL_ERR_TUNABLE;
+        } else if (parse_int(text, d->type == NC_PT_SIZE, &v.num) || v.num < d->min ||
+                   v.num > d->max) {
             snprintf(err, errlen, "NUMACOLL_%s=\"%s\" is not valid: expected %s%s in %s", d->name,
                      nc_quote(q, sizeof q, text), d->type == NC_PT_SIZE ? "a size" : "an integer",
                      d->type == NC_PT_SIZE ? " (suffix k/m/g allowed)" : "", range);

@@ -809,10 +809,25 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
     for (int i = 1; i < p && !rc; i++)
         for (int k = 0; k < NC_NAGREED; k++)
             if (memcmp(r1[i].cfg[k], r1[0].cfg[k], sizeof r1[0].cfg[k])) {
-                if (me == 0 || me == i)
-                    nc_log_error_once("NUMACOLL_%s differs between member 0 and member %d: every "
-                                 "member must use the same value",
-                                      nc_param_desc(agreed[k])->name, i);
+                if (me == 0 || me == i) {
+                    const nc_param_desc_t *d = nc_param_desc(agreed[k]);
+                    /* a tree is a kind and its K (as text); the others are numbers */
+                    char a0[40], ai[40];
+                    if (d->type == NC_PT_TREE) {
+                        nc_tree_format((nc_tree_kind_t)r1[0].cfg[k][0], (int)r1[0].cfg[k][1], a0,
+                                       sizeof a0);
+                        nc_tree_format((nc_tree_kind_t)r1[i].cfg[k][0], (int)r1[i].cfg[k][1], ai,
+                                       sizeof ai);
+                    } else {
+                        snprintf(a0, sizeof a0, "%lld", (long long)r1[0].cfg[k][0]);
+                        snprintf(ai, sizeof ai, "%lld", (long long)r1[i].cfg[k][0]);
+                    }
+                    nc_log_error_once("NUMACOLL_%s differs between member 0 (%s) and member %d "
+                                      "(%s): every member must use the same value; the team is "
+                                      "not set up (in MPI: the communicator's calls go to the "
+                                      "MPI library)",
+                                      d->name, a0, i, ai);
+                }
                 rc = NUMACOLL_ERR_MISMATCH;
                 break;
             }

@@ -1360,6 +1360,12 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
+    if (p < 2) {
+        fprintf(stderr, "numacoll-tune: it measures copies between ranks: run it with at least "
+                        "2 ranks on this node (mpirun -np P numacoll-tune, P up to the cores)\n");
+        MPI_Finalize();
+        return 2;
+    }
     page = (size_t)sysconf(_SC_PAGESIZE);
     double t_start = now();
     numacoll_param_set("TRANSPORT", "shm"); /* steps 2-5 tune the queue */
