@@ -111,9 +111,9 @@ int nc_param_parse(int index, const char *text, nc_param_value_t *out, char *err
             v.num = 0;
         } else if (is_bool && (parse_int(text, 0, &v.num) || v.num < d->min || v.num > d->max)) {
             snprintf(err, errlen,
-                     "NUMACOLL_%s=\"%s\" is not valid: expected 0 or 1 (off/on, no/yes, "
-                     "false/true)",
-                     d->name, nc_quote(q, sizeof q, text));
+                     "NUMACOLL_%s=\"%s\" is not valid: expected an integer in %s (or off/on, "
+                     "no/yes, false/true)",
+                     d->name, nc_quote(q, sizeof q, text), range);
             return NUMACOLL_ERR_TUNABLE;
         } else if (parse_int(text, d->type == NC_PT_SIZE, &v.num) || v.num < d->min ||
                    v.num > d->max) {

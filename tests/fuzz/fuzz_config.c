@@ -23,6 +23,7 @@ static const char *const value_dict[] = {
     "k", "K", "m", "M", "g", "G", "KiB", "kib", "MiB", "b", "B", "iB", " ", "  ", "\t", "\n",
     "-", "+", "0", "9", ":", "kary:", "knomial:", "flat", "chain", "binary", "paper",
     "compact", "auto", "central", "|", ",", "=", "e", "x", ".", "%s", "%n", "\"", "\\",
+    "on", "OFF", "yes", "No", "true", "fAlse",
 };
 
 /* ---- valid (or nearly valid) values of every tunable type ----------------------------- */
@@ -168,6 +169,27 @@ static int ref_int(const char *s, int size, int64_t min, int64_t max, int64_t *o
     return 1;
 }
 
+/* A switch (unit "bool") also takes off/on, no/yes, false/true, in any case, and
+ * nothing around them. Returns 1 and *out when the text is one of them. */
+static int ref_bool_word(const nc_param_desc_t *d, const char *s, int64_t *out)
+{
+    static const char *const words[] = {"off", "on", "no", "yes", "false", "true"};
+    if (!d->unit || strcmp(d->unit, "bool"))
+        return 0;
+    for (int i = 0; i < 6; i++)
+        if (!strcasecmp(s, words[i])) {
+            *out = i % 2;
+            return 1;
+        }
+    return 0;
+}
+
+/* ref_int(), or a switch's word. */
+static int ref_num(const nc_param_desc_t *d, const char *s, int64_t *out)
+{
+    return ref_bool_word(d, s, out) || ref_int(s, d->type == NC_PT_SIZE, d->min, d->max, out);
+}
+
 static int is_canonical_tree(const char *in, nc_tree_kind_t kind, int k)
 {
     char canon[32];
@@ -200,10 +222,9 @@ static void check_accepted_value(int i, const char *in, const nc_param_value_t *
         int64_t want;
         FZ_CHECK(v->num >= d->min && v->num <= d->max, "NUMACOLL_%s: accepted %" PRId64
                  " outside %" PRId64 "..%" PRId64, d->name, v->num, d->min, d->max);
-        FZ_CHECK(ref_int(in, d->type == NC_PT_SIZE, d->min, d->max, &want) && want == v->num,
+        FZ_CHECK(ref_num(d, in, &want) && want == v->num,
                  "NUMACOLL_%s: accepted as %" PRId64 ", but the text means %s", d->name,
-                 v->num, ref_int(in, d->type == NC_PT_SIZE, d->min, d->max, &want)
-                     ? "another number" : "no valid value");
+                 v->num, ref_num(d, in, &want) ? "another number" : "no valid value");
         char canon[32];
         snprintf(canon, sizeof canon, "%" PRId64, v->num);
         FZ_CHECK(!strcmp(v->text, canon), "NUMACOLL_%s: canonical text \"%s\" for %" PRId64,
@@ -249,8 +270,7 @@ static void check_rejected_value(const char *what, int i, const char *in, const 
     fz_check_message(what, msg, cap, in, NULL, valid);
     /* the documented range must be what the parser enforces */
     int64_t want;
-    if ((d->type == NC_PT_INT || d->type == NC_PT_SIZE) &&
-        ref_int(in, d->type == NC_PT_SIZE, d->min, d->max, &want))
+    if ((d->type == NC_PT_INT || d->type == NC_PT_SIZE) && ref_num(d, in, &want))
         fz_fail("%s: %s=\"%s\" rejected, but it is %" PRId64 ", within %s", what, var, in, want,
                 range);
 }

@@ -69,7 +69,7 @@ int main(void)
     /* Setting that tunable clears the error; setting another whose name is
      * part of it (REDUCE_ENABLE in ALLREDUCE_ENABLE) does not. */
     unsetenv("NUMACOLL_BCAST_TREE");
-    setenv("NUMACOLL_ALLREDUCE_ENABLE", "no", 1);
+    setenv("NUMACOLL_ALLREDUCE_ENABLE", "nope", 1);
     nc_config_reload();
     CHECK(nc_config_snapshot(&cfg) == NUMACOLL_ERR_TUNABLE, "bad ALLREDUCE_ENABLE");
     CHECK(numacoll_param_set("NUMACOLL_REDUCE_ENABLE", "0") == 0, "set REDUCE_ENABLE");
@@ -77,6 +77,15 @@ int main(void)
     CHECK(numacoll_param_set("NUMACOLL_ALLREDUCE_ENABLE", "1") == 0, "set ALLREDUCE_ENABLE");
     CHECK(nc_config_snapshot(&cfg) == 0, "the error is gone");
     unsetenv("NUMACOLL_ALLREDUCE_ENABLE");
+    /* A switch takes off/on, no/yes, false/true in any case; a number takes none. */
+    CHECK(numacoll_param_set("NUMACOLL_STATS", "Yes") == 0 &&
+              numacoll_param_get("STATS", val, sizeof val, NULL) == 0 && !strcmp(val, "1"),
+          "STATS=Yes: %s", val);
+    CHECK(numacoll_param_set("NUMACOLL_STATS", "off") == 0 &&
+              numacoll_param_get("STATS", val, sizeof val, NULL) == 0 && !strcmp(val, "0"),
+          "STATS=off: %s", val);
+    CHECK(numacoll_param_set("NUMACOLL_BCAST_QUEUE_LEN", "on") == NUMACOLL_ERR_TUNABLE,
+          "QUEUE_LEN=on accepted");
     printf("config: PASSED\n");
     return 0;
 }
