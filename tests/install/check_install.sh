@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make install` of this tree into a fresh prefix (the whole Open MPI tree, the
-# "mpi" component of the MPICH one, as the Makefile does), then a C program of
+# "mpi" component of the MPICH one, as the Makefile does): the library and the
+# tools of this MPI in lib/numacoll/FLAVOR/, then a C program of
 # this MPI through the installed library: preloaded as pkg-config's `preload`
 # variable says, and linked with pkg-config --libs. Both runs must check every
 # byte and the stats must show numacoll handled every broadcast and barrier.
@@ -23,6 +24,15 @@ export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig
 preload=$(pkg-config --variable=preload numacoll-$flavor) || fail "pkg-config numacoll-$flavor"
 echo "preload: $preload"
 [ "$(readlink -f "$preload")" = "$(readlink -f "$so")" ] || fail "preload is not $so"
+# Each MPI's tools next to its library (the Open MPI ones in bin/ too); the
+# bench finds that library from there.
+tools=$prefix/$libdir/numacoll/$flavor/bin
+for t in numacoll-bench numacoll-setup-bench numacoll-info numacoll-tune; do
+    [ -x "$tools/$t" ] || fail "no $tools/$t"
+done
+ldd "$tools/numacoll-bench" | grep -q "libnumacoll-mpi.so.0 => $prefix/$libdir/numacoll/$flavor/" ||
+    fail "$tools/numacoll-bench does not find $flavor's installed libnumacoll-mpi.so"
+"$tools/numacoll-bench" --help >/dev/null || fail "$tools/numacoll-bench --help"
 if [ "$flavor" = openmpi ]; then
     # The tools come with the Open MPI tree; numacoll-bench finds its library.
     ldd "$prefix/bin/numacoll-bench" | grep -q "libnumacoll-mpi.so.0 => $prefix/" ||
