@@ -1138,12 +1138,13 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: mpirun -np P numacoll-tune [options]   (all P ranks on this node)\n"
             "  --budget BYTES  queue bytes s*f per member (suffix k/m/g); default 1%% of the\n"
-            "                  memory per core (the paper's proposal)\n"
+            "                  memory per core (the paper's proposal; about the L2 size per\n"
+            "                  core chose better here, docs/tools.md)\n"
             "  --quick         small budget (1 MiB unless --budget) and few points: seconds\n"
             "  --output FILE   write (or update) the tune file section for this machine and P\n"
             "  --plot DIR      figure 4 (time vs f, with its two terms) and time vs s, model and\n"
             "                  measured: CSV files and, with python3-matplotlib, PNG files\n"
-            "  --help\n");
+            "  --version, --help\n");
 }
 
 /* ---- plots ----------------------------------------------------------------------------- */
@@ -1295,12 +1296,13 @@ int main(int argc, char **argv)
 {
     opts_t o = {0};
     int help = 0, bad = 0;
-    enum { O_BUDGET = 256, O_QUICK, O_OUTPUT, O_PLOT };
+    enum { O_BUDGET = 256, O_QUICK, O_OUTPUT, O_PLOT, O_VERSION };
     static const struct option longopts[] = {{"budget", required_argument, NULL, O_BUDGET},
                                              {"quick", no_argument, NULL, O_QUICK},
                                              {"output", required_argument, NULL, O_OUTPUT},
                                              {"plot", required_argument, NULL, O_PLOT},
                                              {"help", no_argument, NULL, 'h'},
+                                             {"version", no_argument, NULL, O_VERSION},
                                              {NULL, 0, NULL, 0}};
     int ch;
     opterr = 0;
@@ -1316,6 +1318,7 @@ int main(int argc, char **argv)
         case O_OUTPUT: o.output = optarg; break;
         case O_PLOT: o.plot = optarg; break;
         case 'h': help = 1; break;
+        case O_VERSION: printf("numacoll-tune %s\n", numacoll_version()); return 0;
         case ':':
             if (optopt > 0 && optopt < 256) /* a short option; long ones: their value, or 0 */
                 usage_msg("numacoll-tune: -%c needs a value\n", optopt);
