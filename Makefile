@@ -23,7 +23,7 @@ deps:
 
 # One configure+build rule per tree; a tree is reconfigured only when missing.
 define cmake_tree
-	@test -f $(1)/CMakeCache.txt || $(CMAKE) -S . -B $(1) -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(2) $(CMAKE_FLAGS)
+	@test -f $(1)/CMakeCache.txt || $(CMAKE) -S . -B $(1) -DCMAKE_INSTALL_PREFIX=$(PREFIX) -DNUMACOLL_WERROR=ON $(2) $(CMAKE_FLAGS)
 	@$(CMAKE) --build $(1) -j $(JOBS)
 endef
 
