@@ -3,8 +3,9 @@
 # "mpi" component of the MPICH one, as the Makefile does): the library and the
 # tools of this MPI in lib/numacoll/FLAVOR/, then a C program of
 # this MPI through the installed library: preloaded as pkg-config's `preload`
-# variable says, and linked with pkg-config --libs. Both runs must check every
-# byte and the stats must show numacoll handled every broadcast and barrier.
+# variable says, linked with pkg-config --libs, and built by a CMake project with
+# find_package(numacoll). Every run must check every byte, and the stats must
+# show numacoll handled every broadcast and barrier.
 #   check_install.sh FLAVOR BUILD_DIR LIBDIR MPICC MPIEXEC "MPIEXEC FLAGS" PLAIN_BCAST_C
 set -u
 flavor=$1 build=$2 libdir=$3 mpicc=$4 mpiexec=$5 flags=$6 plain=$7
@@ -83,4 +84,23 @@ run preloaded "$prefix/plain" "$preload"
     fail "compile with pkg-config --libs numacoll-$flavor"
 readelf -d "$prefix/plain_linked" | grep -q "NEEDED.*libnumacoll-mpi" || fail "not linked"
 run linked "$prefix/plain_linked"
+# find_package(numacoll): a CMake project linking this MPI's layer before the MPI
+cm=$prefix/cmake-app
+mkdir -p "$cm"
+cat >"$cm/CMakeLists.txt" <<EOC
+cmake_minimum_required(VERSION 3.16)
+project(plain_cmake C)
+find_package(MPI REQUIRED COMPONENTS C)
+find_package(numacoll 0.1 CONFIG REQUIRED)
+if(NOT "$flavor" IN_LIST numacoll_MPI_FLAVORS)
+  message(FATAL_ERROR "numacoll_MPI_FLAVORS: \${numacoll_MPI_FLAVORS}")
+endif()
+add_executable(plain_cmake $plain)
+target_link_libraries(plain_cmake PRIVATE numacoll::mpi-$flavor MPI::MPI_C)
+EOC
+cmake -S "$cm" -B "$cm/build" -DCMAKE_PREFIX_PATH="$prefix" -DMPI_C_COMPILER="$mpicc" >"$log" 2>&1 ||
+    { cat "$log"; fail "configure a project with find_package(numacoll)"; }
+cmake --build "$cm/build" >"$log" 2>&1 || { cat "$log"; fail "build with numacoll::mpi-$flavor"; }
+readelf -d "$cm/build/plain_cmake" | grep -q "NEEDED.*libnumacoll-mpi" || fail "not linked (CMake)"
+run cmake "$cm/build/plain_cmake"
 echo "OK"
