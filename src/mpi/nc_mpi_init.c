@@ -57,7 +57,8 @@ static void agree(void)
     nc_config_snapshot(&cfg);
     /* one MPI_MAX over (v, -v): the largest and the smallest value at once; the last
      * pair is numacoll's mark, the same on every rank that runs numacoll */
-    long long mine[2 * NAGREED + 2], all[2 * NAGREED + 2];
+    /* static: a request the library failed to complete may still point at them */
+    static long long mine[2 * NAGREED + 2], all[2 * NAGREED + 2];
     for (size_t i = 0; i < NAGREED; i++) {
         mine[2 * i] = cfg.v[agreed[i].param].num;
         mine[2 * i + 1] = -cfg.v[agreed[i].param].num;

@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "nc_tool_data.h"
+
 extern char **environ;
 
 static int fail(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
@@ -462,9 +464,12 @@ int nc_bench_run_plot(const char *csv, const char *png, const struct nc_bench_co
 {
     const char *script = getenv("NUMACOLL_BENCH_PLOT_SCRIPT");
     struct stat st;
-    if (!script || !*script)
-        script = stat(NC_BENCH_PLOT_SCRIPT, &st) == 0 ? NC_BENCH_PLOT_SCRIPT
-                                                      : NC_BENCH_PLOT_SCRIPT_INSTALLED;
+    char found[PATH_MAX + 64];
+    if (!script || !*script) {
+        /* the source tree's, else the installed one found from this program's place */
+        nc_tool_data_path("plot.py", NC_BENCH_PLOT_SCRIPT_INSTALLED, found, sizeof found);
+        script = stat(NC_BENCH_PLOT_SCRIPT, &st) == 0 ? NC_BENCH_PLOT_SCRIPT : found;
+    }
     char title[700], colls[96] = "";
     for (int c = 0; c < ctx->o->ncoll; c++) {
         strcat(colls, c ? "+" : "");

@@ -54,8 +54,9 @@ static inline void nc_tool_check_launcher(const char *tool)
             fprintf(stderr,
                     "%s: started by %s's launcher for %s ranks, but this %s is built with "
                     "%.*s and runs as a job of one rank: use the %s build of %s (installed: "
-                    "%s/numacoll/%s/bin/%s; in the source tree: %s%s)\n",
-                    tool, env[k][2], n, tool, nl, version, env[k][2], tool, NC_TOOLS_LIBDIR,
+                    "%s/numacoll/%s/bin/%s under numacoll's install prefix; in the source "
+                    "tree: %s%s)\n",
+                    tool, env[k][2], n, tool, nl, version, env[k][2], tool, NC_TOOLS_LIBDIR_REL,
                     k == 0 ? "mpich" : "openmpi", tool, k == 0 ? "build-mpich/bin/" : "build/bin/",
                     tool);
         }

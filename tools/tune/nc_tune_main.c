@@ -68,6 +68,7 @@
 #include "numacoll.h"
 #include "nc_tool_abort.h"
 #include "numacoll_mpi.h"
+#include "nc_tool_data.h"
 #include "topo/nc_topo.h"
 #include "nc_tool_launcher.h"
 
@@ -1222,18 +1223,8 @@ static void plot(const opts_t *o, const nc_model_params_t *mp, const nc_tune_set
     fclose(fp);
 
     /* The script lives next to the executable (build tree) or in the data dir. */
-    char exe[PATH_MAX], script[PATH_MAX + 64];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    script[0] = '\0';
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash)
-            *slash = '\0';
-        snprintf(script, sizeof script, "%s/numacoll-tune-plot.py", exe);
-    }
-    if (!script[0] || access(script, R_OK))
-        snprintf(script, sizeof script, "%s", NUMACOLL_TUNE_PLOT_SCRIPT);
+    char script[PATH_MAX + 64];
+    nc_tool_data_path("numacoll-tune-plot.py", NUMACOLL_TUNE_PLOT_SCRIPT, script, sizeof script);
     /* Debian's python3-matplotlib belongs to /usr/bin/python3, which may not be the
      * python3 first in PATH. */
     char cmd[2 * PATH_MAX + 128];
