@@ -64,6 +64,27 @@ void nc_param_range_text(int index, char *buf, size_t len)
     }
 }
 
+void nc_param_value_text(int index, int64_t num, int64_t aux, char *buf, size_t len)
+{
+    const nc_param_desc_t *d = &params[index];
+    if (d->type == NC_PT_TREE) {
+        nc_tree_format((nc_tree_kind_t)num, (int)aux, buf, len);
+        return;
+    }
+    if (d->type == NC_PT_ENUM) {
+        const char *c = d->choices;
+        for (int64_t i = 0; *c; i++) {
+            const size_t n = strcspn(c, "|");
+            if (i == num) {
+                snprintf(buf, len, "%.*s", (int)n, c);
+                return;
+            }
+            c += n + (c[n] == '|');
+        }
+    }
+    snprintf(buf, len, "%" PRId64, num);
+}
+
 /* Integer with an optional binary suffix (k, m, g; KiB style accepted). */
 static int parse_int(const char *s, int allow_suffix, int64_t *out)
 {
@@ -122,7 +143,7 @@ int nc_param_parse(int index, const char *text, nc_param_value_t *out, char *err
                      d->type == NC_PT_SIZE ? " (suffix k/m/g allowed)" : "", range);
             return NUMACOLL_ERR_TUNABLE;
         }
-        snprintf(v.text, sizeof v.text, "%" PRId64, v.num);
+        nc_param_value_text(index, v.num, 0, v.text, sizeof v.text);
         break;
     case NC_PT_TREE: {
         nc_tree_kind_t kind;
@@ -135,7 +156,7 @@ int nc_param_parse(int index, const char *text, nc_param_value_t *out, char *err
         }
         v.num = kind;
         v.aux = k;
-        nc_tree_format(kind, k, v.text, sizeof v.text);
+        nc_param_value_text(index, v.num, v.aux, v.text, sizeof v.text);
         break;
     }
     case NC_PT_ENUM: {
@@ -154,11 +175,7 @@ int nc_param_parse(int index, const char *text, nc_param_value_t *out, char *err
             return NUMACOLL_ERR_TUNABLE;
         }
         v.num = found;
-        /* canonical: the choice's own spelling */
-        c = d->choices;
-        for (int i = 0; i < found; i++)
-            c += strcspn(c, "|") + 1;
-        snprintf(v.text, sizeof v.text, "%.*s", (int)strcspn(c, "|"), c);
+        nc_param_value_text(index, v.num, 0, v.text, sizeof v.text); /* the choice's spelling */
         break;
     }
     }

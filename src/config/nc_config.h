@@ -251,6 +251,9 @@ const nc_param_desc_t *nc_param_desc(int index);
 int nc_param_lookup(const char *name); /* accepts with or without NUMACOLL_; -1 if unknown */
 const char *nc_param_source_name(nc_param_source_t src);
 void nc_param_range_text(int index, char *buf, size_t len);
+/* The canonical text of value (num, aux) of tunable index: an enum's choice, a
+ * tree's spelling, else the number (what nc_param_parse() stores in text). */
+void nc_param_value_text(int index, int64_t num, int64_t aux, char *buf, size_t len);
 
 /* Parse text for parameter index into *out; on error fill err and return NUMACOLL_ERR_TUNABLE. */
 int nc_param_parse(int index, const char *text, nc_param_value_t *out, char *err, size_t errlen);

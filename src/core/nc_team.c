@@ -671,23 +671,6 @@ static void budget_limit_text(const nc_config_t *cfg, const nc_budget_state_t *s
              NC_CFG_NUM(cfg, SHM_LIMIT) ? "" : " (a quarter of /dev/shm)");
 }
 
-/* The text of value v of tunable d as a user writes it: an enum's choice, else
- * the number. */
-static void cfg_text(const nc_param_desc_t *d, int64_t v, char *out, size_t len)
-{
-    if (d->type == NC_PT_ENUM && d->choices) {
-        const char *c = d->choices;
-        for (int64_t idx = 0; *c; idx++) {
-            const size_t n = strcspn(c, "|");
-            if (idx == v) {
-                snprintf(out, len, "%.*s", (int)n, c);
-                return;
-            }
-            c += n + (c[n] == '|');
-        }
-    }
-    snprintf(out, len, "%lld", (long long)v);
-}
 
 /* Rank 0, step 1: the longest queue (configured s, then halved while q still
  * divides it) whose segment fits in the node budget; the bytes are taken. */
@@ -829,17 +812,11 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
             if (memcmp(r1[i].cfg[k], r1[0].cfg[k], sizeof r1[0].cfg[k])) {
                 if (me == 0 || me == i) {
                     const nc_param_desc_t *d = nc_param_desc(agreed[k]);
-                    /* a tree is a kind and its K, an enum its choice (as text) */
-                    char a0[40], ai[40];
-                    if (d->type == NC_PT_TREE) {
-                        nc_tree_format((nc_tree_kind_t)r1[0].cfg[k][0], (int)r1[0].cfg[k][1], a0,
-                                       sizeof a0);
-                        nc_tree_format((nc_tree_kind_t)r1[i].cfg[k][0], (int)r1[i].cfg[k][1], ai,
-                                       sizeof ai);
-                    } else {
-                        cfg_text(d, r1[0].cfg[k][0], a0, sizeof a0);
-                        cfg_text(d, r1[i].cfg[k][0], ai, sizeof ai);
-                    }
+                    char a0[40], ai[40]; /* as a user writes them */
+                    nc_param_value_text(agreed[k], r1[0].cfg[k][0], r1[0].cfg[k][1], a0,
+                                        sizeof a0);
+                    nc_param_value_text(agreed[k], r1[i].cfg[k][0], r1[i].cfg[k][1], ai,
+                                        sizeof ai);
                     nc_log_error_once("NUMACOLL_%s differs between member 0 (%s) and member %d "
                                       "(%s): every member must use the same value; the team is "
                                       "not set up (in MPI: the communicator's calls go to the "

@@ -3,9 +3,6 @@
  * Fortran ones call the MPI's own Fortran initialisation, then
  * nc_mpi_after_init): the MPI library starts, then numacoll's per-process
  * start-up runs once (nc_mpi_after_init):
- *   1. the node-wide shared-memory budget (nc_mpi_budget_init in
- *      nc_mpi_comm.c): one page shared by the job's ranks on each node that
- *      counts the bytes of every numacoll segment of the job on that node.
  *   0. the tunables that must be the same everywhere are agreed (agree());
  *      the exchange is nonblocking, so a rank that does not run numacoll
  *      (LD_PRELOAD given to some ranks only, e.g. one program of an MPMD
@@ -14,6 +11,9 @@
  *      NC_WAIT_SAY) what they wait for;
  *      a contribution without numacoll's mark stops the job (PMPI_Abort)
  *      with the same explanation instead of computing with garbage.
+ *   1. the node-wide shared-memory budget (nc_mpi_budget_init in
+ *      nc_mpi_comm.c): one page shared by the job's ranks on each node that
+ *      counts the bytes of every numacoll segment of the job on that node.
  * In the wrong MPI (nc_mpi_flavour.h) none of this runs: the entry points
  * hand MPI_Init to the MPI library alone. A program whose MPI_Init does not
  * come through here (e.g. MPI_Session_init) still works: every step has a
@@ -56,8 +56,8 @@ static void agree(void)
     nc_config_t cfg;
     nc_config_snapshot(&cfg);
     /* one MPI_MAX over (v, -v): the largest and the smallest value at once; the last
-     * pair is numacoll's mark, the same on every rank that runs numacoll */
-    /* static: a request the library failed to complete may still point at them */
+     * pair is numacoll's mark, the same on every rank that runs numacoll. Static: a
+     * request the library failed to complete may still point at them. */
     static long long mine[2 * NAGREED + 2], all[2 * NAGREED + 2];
     for (size_t i = 0; i < NAGREED; i++) {
         mine[2 * i] = cfg.v[agreed[i].param].num;

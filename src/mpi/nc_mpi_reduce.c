@@ -116,6 +116,16 @@ static const named_t *named_types(size_t *n)
     return t;
 }
 
+/* numacoll's integer type of `size` bytes (unsigned: u), -1 for another size. */
+static int int_type_of(int size, int u)
+{
+    return size == 1   ? (u ? NUMACOLL_UINT8 : NUMACOLL_INT8)
+           : size == 2 ? (u ? NUMACOLL_UINT16 : NUMACOLL_INT16)
+           : size == 4 ? (u ? NUMACOLL_UINT32 : NUMACOLL_INT32)
+           : size == 8 ? (u ? NUMACOLL_UINT64 : NUMACOLL_INT64)
+                       : -1;
+}
+
 /* v as a signed integer of `size` bytes at p (the machine's own byte order). */
 static void put_int(void *p, int64_t v, int size)
 {
@@ -127,13 +137,14 @@ static void put_int(void *p, int64_t v, int size)
 }
 
 /* Fortran LOGICAL dt of `size` bytes: 1 when the MPI library's own LAND, LOR
- * and LXOR on it are numacoll's on the signed integer of that size (any
+ * and LXOR on it are numacoll's on nt, the signed integer of that size (any
  * non-zero is true, the result is 1 or 0). Open MPI's are C's whatever its
  * .TRUE.; MPICH's take all but .FALSE. as true and give its .TRUE., so they
  * agree where .TRUE. is 1 (gfortran's); a library that differs (.TRUE. = -1)
  * keeps the calls. Asked once per type with PMPI_Reduce_local; *known caches
  * it (0: not asked, 1: no, 2: yes). */
-static int flog_agrees(MPI_Datatype dt, int size, _Atomic signed char *known)
+static int flog_agrees(MPI_Datatype dt, int size, numacoll_type_t nt,
+                       _Atomic signed char *known)
 {
     /* relaxed: a cache of an answer that never changes; a race asks twice */
     int v = atomic_load_explicit(known, memory_order_relaxed);
@@ -143,10 +154,6 @@ static int flog_agrees(MPI_Datatype dt, int size, _Atomic signed char *known)
     static const int x[NX] = {0, 1, 2, -1};
     static const MPI_Op mop[] = {MPI_LAND, MPI_LOR, MPI_LXOR};
     static const numacoll_op_t nop[] = {NUMACOLL_LAND, NUMACOLL_LOR, NUMACOLL_LXOR};
-    const numacoll_type_t nt = size == 1   ? NUMACOLL_INT8
-                               : size == 2 ? NUMACOLL_INT16
-                               : size == 4 ? NUMACOLL_INT32
-                                           : NUMACOLL_INT64;
     int64_t in[NE], io[NE], want[NE];
     v = 2;
     for (size_t o = 0; v == 2 && o < sizeof mop / sizeof *mop; o++) {
@@ -183,22 +190,14 @@ static int nc_type_of(MPI_Datatype dt, int *only)
         case K_BYTE:
             *only = ONLY_BITWISE;
             return NUMACOLL_UINT8;
-        case K_FLOG:
+        case K_FLOG: {
             *only = ONLY_LOGICAL;
-            if ((size != 1 && size != 2 && size != 4 && size != 8) ||
-                !flog_agrees(dt, size, &flog[i]))
-                return -1;
-            return size == 1 ? NUMACOLL_INT8 : size == 2 ? NUMACOLL_INT16
-                   : size == 4 ? NUMACOLL_INT32 : NUMACOLL_INT64;
-        case K_SINT:
-        case K_UINT: {
-            const int u = t[i].kind == K_UINT;
-            return size == 1   ? (u ? NUMACOLL_UINT8 : NUMACOLL_INT8)
-                   : size == 2 ? (u ? NUMACOLL_UINT16 : NUMACOLL_INT16)
-                   : size == 4 ? (u ? NUMACOLL_UINT32 : NUMACOLL_INT32)
-                   : size == 8 ? (u ? NUMACOLL_UINT64 : NUMACOLL_INT64)
-                               : -1;
+            const int nt = int_type_of(size, 0);
+            return nt >= 0 && flog_agrees(dt, size, (numacoll_type_t)nt, &flog[i]) ? nt : -1;
         }
+        case K_SINT:
+        case K_UINT:
+            return int_type_of(size, t[i].kind == K_UINT);
         case K_FLOAT:
             return size == (int)sizeof(float)         ? NUMACOLL_FLOAT
                    : size == (int)sizeof(double)      ? NUMACOLL_DOUBLE

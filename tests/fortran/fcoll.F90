@@ -783,6 +783,24 @@ contains
     vn = max(n + mod(f + 2 * t, 3) - 1, 0)
   end function
 
+  ! x(dsp(j) + i), i <= cnt(j), for every rank j: the block rank j sends to
+  ! rank 0's place (from < 0: av(i, j, 0)) or that rank `from` sends to j
+  ! (av(i, from, j)).
+  subroutine put_blocks(x, cnt, dsp, csize, from)
+    integer, intent(inout) :: x(:)
+    integer, intent(in) :: cnt(0:), dsp(0:), csize, from
+    integer :: i, j
+    do j = 0, csize - 1
+      do i = 1, cnt(j)
+        if (from < 0) then
+          x(dsp(j) + i) = av(i, j, 0)
+        else
+          x(dsp(j) + i) = av(i, from, j)
+        end if
+      end do
+    end do
+  end subroutine
+
   subroutine xg_check(r, want, what, n, root, inplace)
     integer, intent(in) :: r(:), want(:), n, root
     character(len=*), intent(in) :: what
@@ -797,13 +815,19 @@ contains
     COMM_T, intent(in) :: comm
     integer, intent(in) :: csize, n
     integer, allocatable :: s(:), r(:), want(:), cnt(:), dsp(:), scnt(:), sdsp(:), rcnt(:), &
-                            rdsp(:)
+                            rdsp(:), ecnt(:), edsp(:)
     integer :: me, root, i, j, ierr, tot, m, ip, last
     logical :: inp
     call MPI_Comm_rank(comm, me, ierr)
     m = csize * (n + 2) + 1
     allocate(s(m), r(m), want(m), cnt(0:csize - 1), dsp(0:csize - 1), scnt(0:csize - 1), &
-             sdsp(0:csize - 1), rcnt(0:csize - 1), rdsp(0:csize - 1))
+             sdsp(0:csize - 1), rcnt(0:csize - 1), rdsp(0:csize - 1), ecnt(0:csize - 1), &
+             edsp(0:csize - 1))
+    ! equal blocks: n elements each, in rank order
+    ecnt = n
+    do j = 0, csize - 1
+      edsp(j) = j * n
+    end do
     ! v-forms: rank j's block (vn(n, j, 0) elements) at dsp(j), reverse rank order
     tot = 0
     do j = csize - 1, 0, -1
@@ -821,13 +845,7 @@ contains
         do i = 1, n
           s(i) = av(i, me, 0)
         end do
-        if (me == root) then
-          do j = 0, csize - 1
-            do i = 1, n
-              want(j * n + i) = av(i, j, 0)
-            end do
-          end do
-        end if
+        if (me == root) call put_blocks(want, ecnt, edsp, csize, -1)
         if (inp .and. me == root) then
           r(me * n + 1:me * n + n) = s(1:n)
           call MPI_Gather(MPI_IN_PLACE, n, MPI_INTEGER, r, n, MPI_INTEGER, root, comm, ierr_last)
@@ -842,13 +860,7 @@ contains
         s = -5
         r = -7
         want = -7
-        if (me == root) then
-          do j = 0, csize - 1
-            do i = 1, n
-              s(j * n + i) = av(i, root, j)
-            end do
-          end do
-        end if
+        if (me == root) call put_blocks(s, ecnt, edsp, csize, root)
         if (.not. (inp .and. me == root)) then
           do i = 1, n
             want(i) = av(i, root, me)
@@ -871,13 +883,7 @@ contains
         do i = 1, cnt(me)
           s(i) = av(i, me, 0)
         end do
-        if (me == root) then
-          do j = 0, csize - 1
-            do i = 1, cnt(j)
-              want(dsp(j) + i) = av(i, j, 0)
-            end do
-          end do
-        end if
+        if (me == root) call put_blocks(want, cnt, dsp, csize, -1)
         if (inp .and. me == root) then
           r(dsp(me) + 1:dsp(me) + cnt(me)) = s(1:cnt(me))
           call MPI_Gatherv(MPI_IN_PLACE, cnt(me), MPI_INTEGER, r, cnt, dsp, MPI_INTEGER, root, &
@@ -892,13 +898,7 @@ contains
         s = -5
         r = -7
         want = -7
-        if (me == root) then
-          do j = 0, csize - 1
-            do i = 1, cnt(j)
-              s(dsp(j) + i) = av(i, root, j)
-            end do
-          end do
-        end if
+        if (me == root) call put_blocks(s, cnt, dsp, csize, root)
         if (.not. (inp .and. me == root)) then
           do i = 1, cnt(me)
             want(i) = av(i, root, me)
@@ -921,11 +921,7 @@ contains
       do i = 1, n
         s(i) = av(i, me, 0)
       end do
-      do j = 0, csize - 1
-        do i = 1, n
-          want(j * n + i) = av(i, j, 0)
-        end do
-      end do
+      call put_blocks(want, ecnt, edsp, csize, -1)
       if (inp) then
         r(me * n + 1:me * n + n) = s(1:n)
         call MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r, n, MPI_INTEGER, comm, ierr_last)
@@ -939,11 +935,7 @@ contains
       do i = 1, cnt(me)
         s(i) = av(i, me, 0)
       end do
-      do j = 0, csize - 1
-        do i = 1, cnt(j)
-          want(dsp(j) + i) = av(i, j, 0)
-        end do
-      end do
+      call put_blocks(want, cnt, dsp, csize, -1)
       if (inp) then
         r(dsp(me) + 1:dsp(me) + cnt(me)) = s(1:cnt(me))
         call MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, r, cnt, dsp, MPI_INTEGER, comm, &
