@@ -50,18 +50,24 @@ check() {
 check "C program" "plain_bcast: 0 wrong values" "$work/plain_other"
 
 # This tree's numacoll-info started by the other MPI's launcher: every process
-# is a job of one rank; it must say which build to use, once, and exit with 2.
+# is a job of one rank; it must say which build to use, once, and the job must
+# exit with 2. Twice: as started, and with the launcher's rank 0 starting late
+# (tests/mpi/late_rank0.sh), so that the others finish first (they must not make the
+# launcher abort the job before rank 0 has explained).
 info=$(dirname "$lib")/../bin/numacoll-info
 if [ -x "$info" ]; then
-    echo "+ ${launch[*]} $info"
-    out=$("${launch[@]}" "$info" 2>&1); rc=$?
-    echo "$out"
-    n=$(grep -c "started by $other's launcher for 3 ranks, but this numacoll-info is built with $this" <<<"$out")
-    if [ $rc = 0 ] || [ "$n" != 1 ]; then
-        echo "FAIL numacoll-info under the other launcher: exit code $rc, $n explaining lines (want 1)"
-        fail=1
-    else
-        echo "OK numacoll-info under the other launcher"
-    fi
+    late=$(dirname "$0")/../mpi/late_rank0.sh
+    for how in "" "$late"; do
+        echo "+ ${launch[*]} $how $info"
+        out=$("${launch[@]}" $how "$info" 2>&1); rc=$?
+        echo "$out"
+        n=$(grep -c "started by $other's launcher for 3 ranks, but this numacoll-info is built with $this" <<<"$out")
+        if [ $rc = 0 ] || [ "$n" != 1 ]; then
+            echo "FAIL numacoll-info under the other launcher${how:+, rank 0 late}: exit code $rc, $n explaining lines (want 1)"
+            fail=1
+        else
+            echo "OK numacoll-info under the other launcher${how:+, rank 0 late}"
+        fi
+    done
 fi
 exit $fail

@@ -35,7 +35,7 @@ static int usage_error(const char *msg)
 {
     if (nc_tool_launcher_rank() == 0)
         fprintf(stderr, "numacoll-bench: %s\n", msg);
-    return NC_BENCH_EXIT_USAGE;
+    return nc_tool_exit_said(NC_BENCH_EXIT_USAGE);
 }
 
 /* "Open MPI v4.1.4, package: ..." -> "Open MPI v4.1.4";

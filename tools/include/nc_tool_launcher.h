@@ -28,6 +28,16 @@ static inline int nc_tool_launcher_rank(void)
     return r > 0 ? r : 0;
 }
 
+/* The exit code of a failure that only the launcher's rank 0 explains: code
+ * there, 0 on the other ranks. A launcher aborts the whole job when the first
+ * process exits with an error; had that been another rank, before rank 0
+ * wrote its line, the explanation would be killed with it (seen with Open
+ * MPI's mpirun when rank 0 starts late). The job still exits with code. */
+static inline int nc_tool_exit_said(int code)
+{
+    return nc_tool_launcher_rank() == 0 ? code : 0;
+}
+
 static inline void nc_tool_check_launcher(const char *tool)
 {
     int size = 0;
@@ -61,7 +71,7 @@ static inline void nc_tool_check_launcher(const char *tool)
                     tool);
         }
         MPI_Finalize();
-        exit(2);
+        exit(nc_tool_exit_said(2));
     }
 }
 

@@ -1335,7 +1335,7 @@ int main(int argc, char **argv)
     if (help || bad) {
         if (help || nc_tool_launcher_rank() == 0)
             usage(help ? stdout : stderr);
-        return bad ? 2 : 0;
+        return bad ? nc_tool_exit_said(2) : 0;
     }
 
     MPI_Init(&argc, &argv);
