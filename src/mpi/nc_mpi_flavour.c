@@ -8,7 +8,17 @@
  *      trusted to match (a vendor MPI on the ABI this library was built for);
  *   3. in the wrong family: FOREIGN, and one line from the job's first rank
  *      (from the launcher's environment: MPI_COMM_WORLD is not ours to use)
- *      saying which library to preload instead.
+ *      saying which library to preload instead;
+ *   4. in the right family, but with the other family's library loaded too:
+ *      the program is the other MPI's and reaches it only through a library
+ *      of that MPI (its Fortran layer, which looks the C calls up after this
+ *      library's own MPI dependency), so its calls land in this library's
+ *      MPI with the other's handles and it would crash (Open MPI: "MPI_Comm_
+ *      f2c() function was called before MPI_INIT"; MPICH: SIGSEGV in
+ *      mpi_init_). Nothing can run correctly in such a process: the job's
+ *      first rank says why and which library to preload, and every rank
+ *      exits before the MPI starts (the others with 0, so that the launcher
+ *      does not abort the job before the first rank has said it).
  * Two threads may both run it on their first call: same answer, one line.
  */
 /* dladdr: _GNU_SOURCE is the build's */
@@ -20,10 +30,17 @@
 #include "common/nc_common.h"
 #include "nc_mpi.h"
 
+/* NC_MPI_OTHER_MARK: a symbol only the other family's C library exports
+ * (nm -D of Debian 12's libmpi.so.40 and libmpich.so.12; MVAPICH and Intel
+ * MPI keep MPICH's MPIR_ internals). */
 #if defined(OPEN_MPI)
 #define NC_MPI_BUILT_FOR "Open MPI"
+#define NC_MPI_OTHER "MPICH"
+#define NC_MPI_OTHER_MARK "MPIR_Err_create_code"
 #elif defined(MPICH)
 #define NC_MPI_BUILT_FOR "MPICH"
+#define NC_MPI_OTHER "Open MPI"
+#define NC_MPI_OTHER_MARK "ompi_mpi_comm_world"
 #else
 #error "numacoll's MPI layer knows Open MPI and MPICH (and the MPIs of MPICH's ABI)"
 #endif
@@ -72,6 +89,25 @@ static void other_build(const char *dir, char *out, size_t len)
         snprintf(out, len, "lib/numacoll/%s/libnumacoll-mpi.so", dir);
 }
 
+/* 4. Does not return. */
+static void mixed(void)
+{
+    const int first = nc_launcher_rank() <= 0;
+    if (first) {
+        const char *dir = strcmp(NC_MPI_OTHER, "MPICH") ? "openmpi" : "mpich";
+        char other[4096];
+        other_build(dir, other, sizeof other);
+        nc_log_error("libnumacoll-mpi.so built for %s is in a process that also loaded %s, the "
+                     "program's MPI: the program's MPI calls made through %s's Fortran (or "
+                     "another) library would reach %s and crash, so it stops here; preload or "
+                     "link the %s build instead (%s; installed: pkg-config --variable=preload "
+                     "numacoll-%s)",
+                     NC_MPI_BUILT_FOR, NC_MPI_OTHER, NC_MPI_OTHER, NC_MPI_BUILT_FOR, NC_MPI_OTHER,
+                     other, dir);
+    }
+    exit(first ? 1 : 0);
+}
+
 int nc_mpi_flavour_check(void)
 {
     int known = atomic_load_explicit(&nc_mpi_flavour_state, memory_order_relaxed);
@@ -88,6 +124,9 @@ int nc_mpi_flavour_check(void)
     /* 2. */
     const char *running = family_of(version);
     if (!running || !strcmp(running, NC_MPI_BUILT_FOR)) {
+        /* 4. */
+        if (dlsym(RTLD_DEFAULT, NC_MPI_OTHER_MARK))
+            mixed();
         atomic_store_explicit(&nc_mpi_flavour_state, NC_MPI_FLAVOUR_NATIVE, memory_order_relaxed);
         return 0;
     }

@@ -14,8 +14,10 @@
  *   - the MPICH build would see only the low 32 bits of the Open MPI pointers
  *     a program passes to it, if it declared them as MPICH handles.
  * (A Fortran program of the other MPI reaches its C MPI library only through
- * its Fortran one, so the library's MPI dependency comes first and the MPI's
- * own Fortran layer fails before numacoll runs: not handled, README.)
+ * its Fortran one, so the library's MPI dependency comes first for it and
+ * the program cannot run: numacoll's MPI_Init entry points see both MPIs
+ * loaded, say so and end the process before either MPI starts;
+ * nc_mpi_flavour.c, step 4.)
  * So the library asks the running MPI who it is (MPI_Get_library_version,
  * callable before MPI_Init and without any handle) at MPI_Init, or at the
  * first wrapped call of a program whose MPI_Init did not come through here.

@@ -42,6 +42,9 @@
  *        (nc_mpi_entry.h): one implementation, counted once;
  *     4. its return code into ierror (OPTIONAL in mpi_f08: NULL when absent).
  *   INIT rows
+ *     0. which MPI runs (nc_mpi_flavour.h), before it starts: a process that
+ *        loaded both MPIs stops here with an explanation (nc_mpi_flavour.c,
+ *        step 4) instead of crashing inside the MPI's initialisation;
  *     1. call the MPI's own Fortran initialisation (it sets up the MPI's
  *        Fortran runtime as well as the MPI);
  *     2. unless the MPI is the wrong one: numacoll's start-up
@@ -257,10 +260,12 @@ static void nc_f_set(MPI_Fint *ierror, int rc)
     nc_f_set(ierror, call);
 
 #define NC_F_BODY_INIT(sym, params, args, call)                                                    \
+    /* 0. */                                                                                       \
+    const int foreign = nc_mpi_is_foreign();                                                       \
     /* 1. */                                                                                       \
     NC_F_OWN(sym, params) args;                                                                    \
     /* 2. */                                                                                       \
-    if (!nc_mpi_is_foreign())                                                                      \
+    if (!foreign)                                                                                  \
         call;
 
 #define NC_F_DEFINE(sym, kind, params, args, call)                                                 \

@@ -2,12 +2,15 @@
 # This tree's libnumacoll-mpi.so preloaded into a C program of the other MPI:
 # the run must be correct (the MPI library alone does the work), print
 # exactly one line saying the library is built for another MPI, and no stats
-# (numacoll is off); LD_BIND_NOW=1 too. Not Fortran programs: the library
-# brings its own MPI library (a dependency, src/mpi/CMakeLists.txt), which a
-# Fortran program reaches only through its Fortran MPI library, so the wrong
-# MPI's PMPI_* come first for the MPI's own Fortran layer and it fails before
-# numacoll can say anything (a known limitation, README). Skipped (77) when
-# the other MPI is missing.
+# (numacoll is off); LD_BIND_NOW=1 too.
+# Preloaded into a Fortran program of the other MPI: the library brings its
+# own MPI library (a dependency, src/mpi/CMakeLists.txt), which comes before
+# the program's for the MPI's Fortran layer, so the program cannot run; it
+# must stop in MPI_Init with exactly one line saying why and which library to
+# preload, a non-zero exit code and no crash (it used to die in the MPI's
+# initialisation: "MPI_Comm_f2c() function was called before MPI_INIT", or
+# SIGSEGV), also with the launcher's rank 0 starting late. Skipped (77) when
+# the other MPI is missing; the Fortran part when its Fortran compiler is.
 # Then this tree's numacoll-info under the other launcher: one line naming the
 # build to use, a non-zero exit.
 #   check_wrong_mpi.sh FLAVOR LIB WORKDIR PLAIN_BCAST_C FCOLL_F90 OTHER_MPICC OTHER_MPIF90 OTHER_MPIEXEC
@@ -49,6 +52,46 @@ check() {
 }
 check "C program" "plain_bcast: 0 wrong values" "$work/plain_other"
 
+# check_fortran LABEL [PREFIX...]: the Fortran program stops with the explanation
+check_fortran() {
+    local label=$1; shift
+    echo "+ ${launch[*]} $* $work/fortran_other"
+    local out rc n
+    out=$("${launch[@]}" "$@" "$work/fortran_other" 2>&1); rc=$?
+    echo "$out"
+    n=$(grep -c "built for $this is in a process that also loaded $other, the program's MPI: .*preload or link the $other build instead" <<<"$out")
+    if [ $rc = 0 ] || [ "$n" != 1 ] || grep -qiE "signal|segmentation|before MPI_INIT|sum +[0-9]" <<<"$out"; then
+        echo "FAIL $label: exit code $rc, $n explaining lines (want 1)"
+        fail=1
+    else
+        echo "OK $label"
+    fi
+}
+late=$(dirname "$0")/../mpi/late_rank0.sh
+if [ -x "$mpif90" ]; then
+    cat >"$work/fortran_other.f90" <<'EOF'
+program fortran_other
+  use mpi
+  integer :: ierr, rank, x
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  x = rank
+  call MPI_Allreduce(MPI_IN_PLACE, x, 1, MPI_INTEGER, MPI_SUM, MPI_COMM_WORLD, ierr)
+  print *, 'sum', x
+  call MPI_Finalize(ierr)
+end program
+EOF
+    if "$mpif90" "$work/fortran_other.f90" -o "$work/fortran_other"; then
+        check_fortran "Fortran program"
+        check_fortran "Fortran program, rank 0 late" "$late"
+    else
+        echo "FAIL: $mpif90 cannot build a Fortran program"
+        fail=1
+    fi
+else
+    echo "(no $mpif90: the Fortran part skipped)"
+fi
+
 # This tree's numacoll-info started by the other MPI's launcher: every process
 # is a job of one rank; it must say which build to use, once, and the job must
 # exit with 2. Twice: as started, and with the launcher's rank 0 starting late
@@ -56,7 +99,6 @@ check "C program" "plain_bcast: 0 wrong values" "$work/plain_other"
 # launcher abort the job before rank 0 has explained).
 info=$(dirname "$lib")/../bin/numacoll-info
 if [ -x "$info" ]; then
-    late=$(dirname "$0")/../mpi/late_rank0.sh
     for how in "" "$late"; do
         echo "+ ${launch[*]} $how $info"
         out=$("${launch[@]}" $how "$info" 2>&1); rc=$?
