@@ -242,12 +242,15 @@ int main(int argc, char **argv)
     /* 1. */
     if (nc_bench_opts_parse(argc, argv, &o, err, sizeof err))
         return usage_error(err);
+    /* --help, --version: said once under a launcher, by its rank 0 */
     if (o.help) {
-        nc_bench_usage(stdout);
+        if (nc_tool_launcher_rank() == 0)
+            nc_bench_usage(stdout);
         return 0;
     }
     if (o.version) {
-        printf("numacoll-bench %s (numacoll %s)\n", NUMACOLL_VERSION, numacoll_version());
+        if (nc_tool_launcher_rank() == 0)
+            printf("numacoll-bench %s (numacoll %s)\n", NUMACOLL_VERSION, numacoll_version());
         return 0;
     }
     ctx.o = &o;

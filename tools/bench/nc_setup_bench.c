@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nc_tool_launcher.h"
 #include "numacoll_mpi.h"
 
 enum { NATIVE, CACHE, NOCACHE, NKIND };
@@ -51,14 +52,18 @@ static double loop(int kind, int n)
 
 int main(int argc, char **argv)
 {
+    /* --help, --version: said once under a launcher, by its rank 0 */
+    const int say = nc_tool_launcher_rank() == 0;
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: mpirun -n P numacoll-setup-bench [ITERATIONS >= 1 [ROUNDS 1..100]]\n"
+        if (say)
+            printf("usage: mpirun -n P numacoll-setup-bench [ITERATIONS >= 1 [ROUNDS 1..100]]\n"
                "  (default 300 5) MPI_Comm_dup + 4-byte MPI_Bcast + MPI_Comm_free per "
                "iteration: native, numacoll with its team cache, and without it\n");
         return 0;
     }
     if (argc > 1 && !strcmp(argv[1], "--version")) {
-        printf("numacoll-setup-bench %s\n", numacoll_version());
+        if (say)
+            printf("numacoll-setup-bench %s\n", numacoll_version());
         return 0;
     }
     MPI_Init(&argc, &argv);

@@ -159,8 +159,15 @@ int main(int argc, char **argv)
             break;
         case O_JOB: job = 1; break;
         case O_NOJOB: job = 0; break;
-        case O_VERSION: printf("numacoll-info %s\n", numacoll_version()); return 0;
-        case 'h': usage(stdout); return 0;
+        /* once under a launcher, by its rank 0 */
+        case O_VERSION:
+            if (nc_launcher_rank() <= 0)
+                printf("numacoll-info %s\n", numacoll_version());
+            return 0;
+        case 'h':
+            if (nc_launcher_rank() <= 0)
+                usage(stdout);
+            return 0;
         default: usage(stderr); return 2;
         }
     }

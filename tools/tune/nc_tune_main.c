@@ -1309,7 +1309,10 @@ int main(int argc, char **argv)
         case O_OUTPUT: o.output = optarg; break;
         case O_PLOT: o.plot = optarg; break;
         case 'h': help = 1; break;
-        case O_VERSION: printf("numacoll-tune %s\n", numacoll_version()); return 0;
+        case O_VERSION:
+            if (nc_tool_launcher_rank() == 0) /* once under a launcher */
+                printf("numacoll-tune %s\n", numacoll_version());
+            return 0;
         case ':':
             if (optopt > 0 && optopt < 256) /* a short option; long ones: their value, or 0 */
                 usage_msg("numacoll-tune: -%c needs a value\n", optopt);
@@ -1333,7 +1336,7 @@ int main(int argc, char **argv)
     if (!bad && o.output)
         bad = !output_ok(o.output);
     if (help || bad) {
-        if (help || nc_tool_launcher_rank() == 0)
+        if (nc_tool_launcher_rank() == 0) /* once under a launcher */
             usage(help ? stdout : stderr);
         return bad ? nc_tool_exit_said(2) : 0;
     }
