@@ -554,17 +554,28 @@ static void print_stats(void)
         char host[64] = "?", line[2048];
         gethostname(host, sizeof host);
         int n = snprintf(line, sizeof line, "numacoll stats: node %s (%d ranks):", host, lsize);
-        for (int i = 0; i < NC_MPI_NCOLL && n > 0 && (size_t)n < sizeof line; i++)
+        /* only the collectives called on the node; the leaders' part only
+         * where there were leaders' calls (a job on several nodes) */
+        int shown = 0;
+        for (int i = 0; i < NC_MPI_NCOLL && n > 0 && (size_t)n < sizeof line; i++) {
+            if (!(sum.calls_numacoll[i] | sum.calls_pmpi[i] | sum.calls_leader[i] |
+                  sum.pmpi_leader[i]))
+                continue;
+            shown++;
             n += snprintf(line + n, sizeof line - (size_t)n,
-                          " %s numacoll %llu calls %llu bytes, pmpi %llu calls %llu bytes, "
-                          "leaders %llu calls %llu pmpi;",
+                          " %s numacoll %llu calls %llu bytes, pmpi %llu calls %llu bytes",
                           names[i], sum.calls_numacoll[i], sum.bytes_numacoll[i],
-                          sum.calls_pmpi[i], sum.bytes_pmpi[i], sum.calls_leader[i],
-                          sum.pmpi_leader[i]);
+                          sum.calls_pmpi[i], sum.bytes_pmpi[i]);
+            if (n > 0 && (size_t)n < sizeof line && (sum.calls_leader[i] | sum.pmpi_leader[i]))
+                n += snprintf(line + n, sizeof line - (size_t)n, ", leaders %llu calls %llu pmpi",
+                              sum.calls_leader[i], sum.pmpi_leader[i]);
+            if (n > 0 && (size_t)n < sizeof line)
+                n += snprintf(line + n, sizeof line - (size_t)n, ";");
+        }
         if (n > 0 && (size_t)n < sizeof line)
             snprintf(line + n, sizeof line - (size_t)n,
-                     " teams (counted by each member) made %llu, reused %llu;", sum.teams_made,
-                     sum.teams_reused);
+                     "%s teams (counted by each member) made %llu, reused %llu;",
+                     shown ? "" : " no collective called;", sum.teams_made, sum.teams_reused);
         fprintf(stderr, "%s\n", line);
     }
     PMPI_Comm_free(&node);

@@ -36,7 +36,9 @@ for c in bcast barrier reduce allreduce gather gatherv scatter scatterv allgathe
     # "[:;] $c" and " $c": reduce is not the end of allreduce.
     w=$(sed -n "s/^fcoll expect:.* $c numacoll \([0-9]*\) pmpi \([0-9]*\)\( .*\)\{0,1\}\$/\1 \2/p" <<<"$out")
     g=$(sed -n "s/^numacoll stats:.*[:;] $c numacoll \([0-9]*\) calls [0-9]* bytes, pmpi \([0-9]*\) calls.*/\1 \2/p" <<<"$out")
-    [ -n "$w" ] && [ -n "$g" ] || fail "no $c counts in the expect or the stats line to compare"
+    # the stats line leaves out a collective nobody called
+    [ -n "$g" ] || g="0 0"
+    [ -n "$w" ] || fail "no $c counts in the expect line to compare"
     want+="${want:+, }$c $w" got+="${got:+, }$c $g"
 done
 [ "$want" = "$got" ] ||
