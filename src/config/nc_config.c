@@ -113,6 +113,32 @@ static int parse_int(const char *s, int allow_suffix, int64_t *out)
     return 0;
 }
 
+/* The words people write for a switch: 1 for on/yes/true, 0 for
+ * off/no/false (any case), else -1. A switch (unit "bool") reads them as 1
+ * and 0; an enum with the choices on and off (auto|on|off) as those choices,
+ * and 1 and 0 too. */
+static int switch_word(const char *text)
+{
+    static const char *const words[] = {"off", "on", "no", "yes", "false", "true"};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (!strcasecmp(text, words[i]))
+            return (int)(i % 2);
+    return -1;
+}
+
+/* The index of choice `name` among d's choices, or -1. */
+static int choice_index(const nc_param_desc_t *d, const char *name, size_t len)
+{
+    int idx = 0;
+    for (const char *c = d->choices; *c; idx++) {
+        size_t n = strcspn(c, "|");
+        if (len == n && !strncasecmp(name, c, n))
+            return idx;
+        c += n + (c[n] == '|');
+    }
+    return -1;
+}
+
 int nc_param_parse(int index, const char *text, nc_param_value_t *out, char *err, size_t errlen)
 {
     const nc_param_desc_t *d = &params[index];
@@ -124,12 +150,8 @@ int nc_param_parse(int index, const char *text, nc_param_value_t *out, char *err
     switch (d->type) {
     case NC_PT_SIZE:
     case NC_PT_INT:
-        if (is_bool && (!strcasecmp(text, "on") || !strcasecmp(text, "yes") ||
-                        !strcasecmp(text, "true"))) {
-            v.num = 1; /* a switch also reads as the words people write for one */
-        } else if (is_bool && (!strcasecmp(text, "off") || !strcasecmp(text, "no") ||
-                               !strcasecmp(text, "false"))) {
-            v.num = 0;
+        if (is_bool && switch_word(text) >= 0) {
+            v.num = switch_word(text); /* a switch also reads as the words people write */
         } else if (is_bool && (parse_int(text, 0, &v.num) || v.num < d->min || v.num > d->max)) {
             snprintf(err, errlen,
                      "NUMACOLL_%s=\"%s\" is not valid: expected an integer in %s (or off/on, "
@@ -160,18 +182,17 @@ int nc_param_parse(int index, const char *text, nc_param_value_t *out, char *err
         break;
     }
     case NC_PT_ENUM: {
-        int idx = 0, found = -1;
-        const char *c = d->choices;
-        while (*c) {
-            size_t n = strcspn(c, "|");
-            if (strlen(text) == n && !strncasecmp(text, c, n))
-                found = idx;
-            c += n + (c[n] == '|');
-            idx++;
+        int found = choice_index(d, text, strlen(text));
+        const int onoff = choice_index(d, "on", 2) >= 0 && choice_index(d, "off", 3) >= 0;
+        if (found < 0 && onoff) {
+            const int w = !strcmp(text, "1") ? 1 : !strcmp(text, "0") ? 0 : switch_word(text);
+            if (w >= 0)
+                found = w ? choice_index(d, "on", 2) : choice_index(d, "off", 3);
         }
         if (found < 0) {
-            snprintf(err, errlen, "NUMACOLL_%s=\"%s\" is not valid: expected one of %s", d->name,
-                     nc_quote(q, sizeof q, text), range);
+            snprintf(err, errlen, "NUMACOLL_%s=\"%s\" is not valid: expected one of %s%s",
+                     d->name, nc_quote(q, sizeof q, text), range,
+                     onoff ? " (on also as 1/yes/true, off as 0/no/false)" : "");
             return NUMACOLL_ERR_TUNABLE;
         }
         v.num = found;

@@ -97,6 +97,13 @@ static void gen_value(fz_rng_t *r, int i, fz_buf_t *b)
         size_t len = strcspn(c, "|");
         if (fz_one_in(r, 6) && len > 1)
             len--; /* a prefix: must be rejected */
+        /* on/off: now and then a synonym (1/yes/true, 0/no/false) */
+        static const char *const syn[2][3] = {{"0", "no", "FALSE"}, {"1", "Yes", "true"}};
+        const int on = len == 2 && !strncmp(c, "on", 2), off = len == 3 && !strncmp(c, "off", 3);
+        if ((on || off) && fz_one_in(r, 3)) {
+            fz_puts(b, syn[on][fz_below(r, 3)]);
+            break;
+        }
         for (size_t j = 0; j < len; j++)
             fz_putc(b, fz_one_in(r, 5) ? toupper((unsigned char)c[j]) : c[j]);
         break;
@@ -184,6 +191,19 @@ static int ref_bool_word(const nc_param_desc_t *d, const char *s, int64_t *out)
     return 0;
 }
 
+/* An enum with the choices on and off also takes 1/yes/true and 0/no/false:
+ * 1 when in is one of them and names choice `as`. */
+static int ref_enum_synonym(const nc_param_desc_t *d, const char *in, const char *as)
+{
+    static const char *const words[] = {"0", "1", "off", "on", "no", "yes", "false", "true"};
+    if (!strstr(d->choices, "on|off") && !strstr(d->choices, "off|on"))
+        return 0;
+    for (int i = 0; i < 8; i++)
+        if (!strcasecmp(in, words[i]))
+            return !strcmp(as, i % 2 ? "on" : "off");
+    return 0;
+}
+
 /* ref_int(), or a switch's word. */
 static int ref_num(const nc_param_desc_t *d, const char *s, int64_t *out)
 {
@@ -244,7 +264,8 @@ static void check_accepted_value(int i, const char *in, const nc_param_value_t *
     case NC_PT_ENUM:
         FZ_CHECK(v->num >= 0 && v->num < nchoices(d->choices), "NUMACOLL_%s: choice %" PRId64,
                  d->name, v->num);
-        FZ_CHECK(!strcasecmp(in, v->text) && strstr(d->choices, v->text),
+        FZ_CHECK((!strcasecmp(in, v->text) || ref_enum_synonym(d, in, v->text)) &&
+                     strstr(d->choices, v->text),
                  "NUMACOLL_%s: \"%s\" accepted as \"%s\"", d->name, in, v->text);
         break;
     }

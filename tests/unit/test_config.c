@@ -86,6 +86,17 @@ int main(void)
           "STATS=off: %s", val);
     CHECK(numacoll_param_set("NUMACOLL_BCAST_QUEUE_LEN", "on") == NUMACOLL_ERR_TUNABLE,
           "QUEUE_LEN=on accepted");
+    /* An auto|on|off choice takes them too, and 1/0; other choices do not. */
+    CHECK(numacoll_param_set("NUMACOLL_SHM_NT", "1") == 0 &&
+              numacoll_param_get("SHM_NT", val, sizeof val, NULL) == 0 && !strcmp(val, "on"),
+          "SHM_NT=1: %s", val);
+    CHECK(numacoll_param_set("NUMACOLL_SHM_NT", "FALSE") == 0 &&
+              numacoll_param_get("SHM_NT", val, sizeof val, NULL) == 0 && !strcmp(val, "off"),
+          "SHM_NT=FALSE: %s", val);
+    CHECK(numacoll_param_set("NUMACOLL_SHM_NT", "2") == NUMACOLL_ERR_TUNABLE, "SHM_NT=2 accepted");
+    CHECK(numacoll_param_set("NUMACOLL_TRANSPORT", "yes") == NUMACOLL_ERR_TUNABLE,
+          "TRANSPORT=yes accepted");
+    numacoll_param_set("NUMACOLL_SHM_NT", "auto");
     printf("config: PASSED\n");
     return 0;
 }
