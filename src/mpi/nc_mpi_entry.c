@@ -19,11 +19,16 @@
 #include "nc_mpi_entry.h"
 #include "nc_mpi_flavour.h"
 
-/* X(Name, numacoll's implementation, parameters, arguments) */
-#define NC_MPI_ENTRY_TABLE(X)                                                                      \
+/* X(Name, numacoll's implementation, parameters, arguments): the
+ * initialisation entry points, which look at their caller first
+ * (nc_mpi_check_caller()) */
+#define NC_MPI_INIT_TABLE(X)                                                                       \
     X(Init, nc_mpi_init, (int *argc, char ***argv), (argc, argv))                                  \
     X(Init_thread, nc_mpi_init_thread, (int *argc, char ***argv, int required, int *provided),     \
-      (argc, argv, required, provided))                                                            \
+      (argc, argv, required, provided))
+
+/* X(Name, numacoll's implementation, parameters, arguments) */
+#define NC_MPI_ENTRY_TABLE(X)                                                                      \
     X(Finalize, nc_mpi_finalize, (void), ())                                                       \
     X(Bcast, nc_mpi_bcast,                                                                         \
       (void *buf, int count, nc_mpi_word_t datatype, int root, nc_mpi_word_t comm),                \
@@ -81,3 +86,14 @@
     }
 NC_MPI_ENTRY_TABLE(NC_MPI_ENTRY_)
 #undef NC_MPI_ENTRY_
+
+#define NC_MPI_INIT_ENTRY_(Name, impl, params, args)                                               \
+    int PMPI_##Name params;                                                                        \
+    NUMACOLL_API int MPI_##Name params;                                                            \
+    int MPI_##Name params                                                                          \
+    {                                                                                              \
+        nc_mpi_check_caller(__builtin_return_address(0));                                          \
+        return nc_mpi_is_foreign() ? PMPI_##Name args : impl args;                                 \
+    }
+NC_MPI_INIT_TABLE(NC_MPI_INIT_ENTRY_)
+#undef NC_MPI_INIT_ENTRY_

@@ -8,21 +8,35 @@
  *      trusted to match (a vendor MPI on the ABI this library was built for);
  *   3. in the wrong family: FOREIGN, and one line from the job's first rank
  *      (from the launcher's environment: MPI_COMM_WORLD is not ours to use)
- *      saying which library to preload instead;
- *   4. in the right family, but with the other family's library loaded too:
- *      the program is the other MPI's and reaches it only through a library
- *      of that MPI (its Fortran layer, which looks the C calls up after this
- *      library's own MPI dependency), so its calls land in this library's
- *      MPI with the other's handles and it would crash (Open MPI: "MPI_Comm_
- *      f2c() function was called before MPI_INIT"; MPICH: SIGSEGV in
- *      mpi_init_). Nothing can run correctly in such a process: the job's
- *      first rank says why and which library to preload, and every rank
- *      exits before the MPI starts (the others with 0, so that the launcher
- *      does not abort the job before the first rank has said it).
+ *      saying which library to preload instead.
  * Two threads may both run it on their first call: same answer, one line.
+ *
+ * The check of the caller (nc_mpi_check_caller(), at the initialisation
+ * entry points, before the MPI starts). Step 1 answers for the MPI that
+ * numacoll's PMPI_* calls reach, which is the program's when the program
+ * links its MPI itself: that MPI comes first in the dynamic linker's lookup
+ * order. A program that reaches its MPI only through another library (the
+ * MPI's Fortran layer; a C library such as PETSc; a Python module such as
+ * mpi4py) does not bring it that far forward: this library's own MPI
+ * dependency comes first, the calls that library makes land in this
+ * library's MPI with the other MPI's handles, and the program crashes
+ * (Open MPI: "MPI_Comm_f2c() function was called before MPI_INIT"; MPICH:
+ * SIGSEGV in mpi_init_). So the initialisation entry points look at the
+ * library the call comes through (the caller of MPI_Init; in Fortran, the
+ * MPI's own mpi_init_ this library is about to call): when it or one of its
+ * dependencies defines a symbol of the other family (NC_MPI_OTHER_MARK),
+ * nothing can run correctly in this process. The job's first rank says why
+ * and which library to preload, and the process exits before either MPI
+ * starts: that rank with 1, the others with 0, so that the launcher does not
+ * abort the job before the first rank has said it (a job whose first rank
+ * is another program that does not load numacoll gets no line). The other
+ * MPI merely loaded in the process (a plug-in, a module) is no reason: only
+ * the caller's own dependencies count, and the main program is not looked
+ * at (when it links an MPI, step 1 sees that MPI).
  */
-/* dladdr: _GNU_SOURCE is the build's */
+/* dladdr, dladdr1: _GNU_SOURCE is the build's */
 #include <dlfcn.h>
+#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,16 +44,21 @@
 #include "common/nc_common.h"
 #include "nc_mpi.h"
 
-/* NC_MPI_OTHER_MARK: a symbol only the other family's C library exports
- * (nm -D of Debian 12's libmpi.so.40 and libmpich.so.12; MVAPICH and Intel
- * MPI keep MPICH's MPIR_ internals). */
+/* NC_MPI_OTHER_MARK: a symbol every C library of the other family exports
+ * because its <mpi.h> names it: MPICH's MPI_DUP_FN is MPIR_Dup_fn (MVAPICH
+ * and Intel MPI share that header's ABI), Open MPI's MPI_COMM_WORLD is
+ * &ompi_mpi_comm_world; neither exports the other's (nm -D of Debian 12's
+ * libmpi.so.40 and libmpich.so.12). NC_MPI_OTHER_DIR: that family's
+ * directory in the installed layout. */
 #if defined(OPEN_MPI)
 #define NC_MPI_BUILT_FOR "Open MPI"
 #define NC_MPI_OTHER "MPICH"
-#define NC_MPI_OTHER_MARK "MPIR_Err_create_code"
+#define NC_MPI_OTHER_DIR "mpich"
+#define NC_MPI_OTHER_MARK "MPIR_Dup_fn"
 #elif defined(MPICH)
 #define NC_MPI_BUILT_FOR "MPICH"
 #define NC_MPI_OTHER "Open MPI"
+#define NC_MPI_OTHER_DIR "openmpi"
 #define NC_MPI_OTHER_MARK "ompi_mpi_comm_world"
 #else
 #error "numacoll's MPI layer knows Open MPI and MPICH (and the MPIs of MPICH's ABI)"
@@ -89,21 +108,33 @@ static void other_build(const char *dir, char *out, size_t len)
         snprintf(out, len, "lib/numacoll/%s/libnumacoll-mpi.so", dir);
 }
 
-/* 4. Does not return. */
-static void mixed(void)
+/* The caller check (see the top). */
+void nc_mpi_check_caller(const void *code)
 {
+    Dl_info di;
+    struct link_map *lm = NULL;
+    if (!code || !dladdr1(code, &di, (void **)&lm, RTLD_DL_LINKMAP) || !lm || !lm->l_prev ||
+        !lm->l_name || !*lm->l_name)
+        return; /* the main program (first in the link map list), or unknown */
+    /* a handle of that library: dlsym() with it searches the library and its
+     * dependencies only */
+    void *h = dlopen(lm->l_name, RTLD_NOLOAD | RTLD_LAZY);
+    if (!h)
+        return;
+    const int other = dlsym(h, NC_MPI_OTHER_MARK) != NULL;
+    dlclose(h);
+    if (!other)
+        return;
     const int first = nc_launcher_rank() <= 0;
     if (first) {
-        const char *dir = strcmp(NC_MPI_OTHER, "MPICH") ? "openmpi" : "mpich";
-        char other[4096];
-        other_build(dir, other, sizeof other);
-        nc_log_error("libnumacoll-mpi.so built for %s is in a process that also loaded %s, the "
-                     "program's MPI: the program's MPI calls made through %s's Fortran (or "
-                     "another) library would reach %s and crash, so it stops here; preload or "
+        char build[4096];
+        other_build(NC_MPI_OTHER_DIR, build, sizeof build);
+        nc_log_error("libnumacoll-mpi.so built for %s, but this program reaches %s through %s: "
+                     "its MPI calls would land in %s and crash, so it stops here; preload or "
                      "link the %s build instead (%s; installed: pkg-config --variable=preload "
                      "numacoll-%s)",
-                     NC_MPI_BUILT_FOR, NC_MPI_OTHER, NC_MPI_OTHER, NC_MPI_BUILT_FOR, NC_MPI_OTHER,
-                     other, dir);
+                     NC_MPI_BUILT_FOR, NC_MPI_OTHER, lm->l_name, NC_MPI_BUILT_FOR, NC_MPI_OTHER,
+                     build, NC_MPI_OTHER_DIR);
     }
     exit(first ? 1 : 0);
 }
@@ -124,9 +155,6 @@ int nc_mpi_flavour_check(void)
     /* 2. */
     const char *running = family_of(version);
     if (!running || !strcmp(running, NC_MPI_BUILT_FOR)) {
-        /* 4. */
-        if (dlsym(RTLD_DEFAULT, NC_MPI_OTHER_MARK))
-            mixed();
         atomic_store_explicit(&nc_mpi_flavour_state, NC_MPI_FLAVOUR_NATIVE, memory_order_relaxed);
         return 0;
     }

@@ -13,11 +13,11 @@
  *     library the program does not use;
  *   - the MPICH build would see only the low 32 bits of the Open MPI pointers
  *     a program passes to it, if it declared them as MPICH handles.
- * (A Fortran program of the other MPI reaches its C MPI library only through
- * its Fortran one, so the library's MPI dependency comes first for it and
- * the program cannot run: numacoll's MPI_Init entry points see both MPIs
- * loaded, say so and end the process before either MPI starts;
- * nc_mpi_flavour.c, step 4.)
+ * (A program of the other MPI that reaches it only through another library,
+ * its Fortran layer among them, gets this library's MPI first for those
+ * calls and cannot run: the initialisation entry points see where the call
+ * comes from, say so and end the process before either MPI starts:
+ * nc_mpi_check_caller().)
  * So the library asks the running MPI who it is (MPI_Get_library_version,
  * callable before MPI_Init and without any handle) at MPI_Init, or at the
  * first wrapped call of a program whose MPI_Init did not come through here.
@@ -43,6 +43,12 @@ extern atomic_int nc_mpi_flavour_state;
 /* Ask the MPI (first call only), print the one line when it is the wrong one;
  * 1 when it is. */
 int nc_mpi_flavour_check(void);
+
+/* At an initialisation entry point, before the MPI starts: when code (the
+ * caller of MPI_Init, or the MPI's own Fortran initialisation) lies in a
+ * library that brings the other family's MPI, one line from the job's first
+ * rank and the process exits (nc_mpi_flavour.c). */
+void nc_mpi_check_caller(const void *code);
 
 /* 1 when the running MPI is not the one this library was built for: every
  * call must go to it untouched. */

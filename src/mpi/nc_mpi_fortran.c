@@ -42,9 +42,11 @@
  *        (nc_mpi_entry.h): one implementation, counted once;
  *     4. its return code into ierror (OPTIONAL in mpi_f08: NULL when absent).
  *   INIT rows
- *     0. which MPI runs (nc_mpi_flavour.h), before it starts: a process that
- *        loaded both MPIs stops here with an explanation (nc_mpi_flavour.c,
- *        step 4) instead of crashing inside the MPI's initialisation;
+ *     0. before the MPI starts: the MPI's own function must not bring the
+ *        other family's MPI (a Fortran program of the other MPI stops here
+ *        with an explanation instead of crashing inside the MPI's
+ *        initialisation: nc_mpi_check_caller()); then which MPI runs
+ *        (nc_mpi_flavour.h);
  *     1. call the MPI's own Fortran initialisation (it sets up the MPI's
  *        Fortran runtime as well as the MPI);
  *     2. unless the MPI is the wrong one: numacoll's start-up
@@ -248,7 +250,8 @@ static void nc_f_set(MPI_Fint *ierror, int rc)
 
 /* ---- generated entry points --------------------------------------------------------- */
 
-#define NC_F_OWN(sym, params) ((void(*) params)nc_f_own(#sym, &own_##sym))
+#define NC_F_OWN_PTR(sym) nc_f_own(#sym, &own_##sym)
+#define NC_F_OWN(sym, params) ((void(*) params)NC_F_OWN_PTR(sym))
 
 #define NC_F_BODY_CALL(sym, params, args, call)                                                    \
     /* 1. */                                                                                       \
@@ -261,6 +264,7 @@ static void nc_f_set(MPI_Fint *ierror, int rc)
 
 #define NC_F_BODY_INIT(sym, params, args, call)                                                    \
     /* 0. */                                                                                       \
+    nc_mpi_check_caller(NC_F_OWN_PTR(sym));                                                        \
     const int foreign = nc_mpi_is_foreign();                                                       \
     /* 1. */                                                                                       \
     NC_F_OWN(sym, params) args;                                                                    \

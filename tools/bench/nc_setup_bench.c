@@ -57,8 +57,8 @@ int main(int argc, char **argv)
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         if (say)
             printf("usage: mpirun -n P numacoll-setup-bench [ITERATIONS >= 1 [ROUNDS 1..100]]\n"
-               "  (default 300 5) MPI_Comm_dup + 4-byte MPI_Bcast + MPI_Comm_free per "
-               "iteration: native, numacoll with its team cache, and without it\n");
+                   "  (default 300 5) MPI_Comm_dup + 4-byte MPI_Bcast + MPI_Comm_free per "
+                   "iteration: native, numacoll with its team cache, and without it\n");
         return 0;
     }
     if (argc > 1 && !strcmp(argv[1], "--version")) {

@@ -8,7 +8,8 @@
  * launcher's environment tells: Hydra (MPICH) sets PMI_SIZE and PMI_RANK,
  * Open MPI's mpirun OMPI_COMM_WORLD_SIZE and OMPI_COMM_WORLD_RANK. When
  * MPI_COMM_WORLD has one rank but the launcher started more, the tool says
- * which build to use (once, from the launcher's rank 0) and exits with 2.
+ * which build to use (once, from the launcher's rank 0) and the job exits
+ * with 2 (that rank's code; the others exit with 0: nc_tool_exit_said()).
  */
 #ifndef NC_TOOL_LAUNCHER_H
 #define NC_TOOL_LAUNCHER_H

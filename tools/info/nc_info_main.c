@@ -37,6 +37,19 @@ static void usage(FILE *out)
             "Environment: NUMACOLL_* tunables, NUMACOLL_TUNE_FILE (see docs/tools.md).\n");
 }
 
+/* Usage errors are found on every rank before MPI starts; under a launcher
+ * only its rank 0 says them, and only that rank fails (the others exit with
+ * 0: a launcher aborts the job at the first process that fails, which must
+ * not be one that said nothing, before rank 0 has written its line). */
+static int quiet_rank;
+
+#define usage_msg(...)                                                                             \
+    do {                                                                                           \
+        if (!quiet_rank)                                                                           \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+    } while (0)
+#define USAGE_RC (quiet_rank ? 0 : 2)
+
 static int parse_show(const char *list, unsigned *out)
 {
     static const struct { const char *name; unsigned bit; } names[] = {
@@ -53,10 +66,9 @@ static int parse_show(const char *list, unsigned *out)
             if (strlen(names[i].name) == n && !strncmp(list, names[i].name, n))
                 bit = names[i].bit;
         if (!bit) {
-            fprintf(stderr,
-                    "numacoll-info: unknown section \"%.*s\" in --show (valid: topology, "
-                    "placement, layout, tune, params, copy, all)\n",
-                    (int)n, list);
+            usage_msg("numacoll-info: unknown section \"%.*s\" in --show (valid: topology, "
+                      "placement, layout, tune, params, copy, all)\n",
+                      (int)n, list);
             return -1;
         }
         *out |= bit;
@@ -131,6 +143,8 @@ int main(int argc, char **argv)
         {"job", no_argument, NULL, O_JOB},           {"no-job", no_argument, NULL, O_NOJOB},
         {"version", no_argument, NULL, O_VERSION},   {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0}};
+    quiet_rank = nc_launcher_rank() > 0;
+    opterr = !quiet_rank; /* getopt's own messages too */
     int c;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         char *end;
@@ -141,44 +155,48 @@ int main(int argc, char **argv)
         case O_NP:
             o.np = (int)strtol(optarg, &end, 10);
             if (*end || o.np < 1 || o.np > 4096) {
-                fprintf(stderr, "numacoll-info: --np %s: expected 1..4096\n", optarg);
-                return 2;
+                usage_msg("numacoll-info: --np %s: expected 1..4096\n", optarg);
+                return USAGE_RC;
             }
             break;
         case O_PAGE:
             o.page = (size_t)strtoul(optarg, &end, 10);
             if (*end || o.page < 64 || (o.page & (o.page - 1))) {
-                fprintf(stderr, "numacoll-info: --page %s: expected a power of two >= 64\n", optarg);
-                return 2;
+                usage_msg("numacoll-info: --page %s: expected a power of two >= 64\n", optarg);
+                return USAGE_RC;
             }
             break;
         case O_SHOW:
             if (parse_show(optarg, &o.sections))
-                return 2;
+                return USAGE_RC;
             show_given = 1;
             break;
         case O_JOB: job = 1; break;
         case O_NOJOB: job = 0; break;
         /* once under a launcher, by its rank 0 */
         case O_VERSION:
-            if (nc_launcher_rank() <= 0)
+            if (!quiet_rank)
                 printf("numacoll-info %s\n", numacoll_version());
             return 0;
         case 'h':
-            if (nc_launcher_rank() <= 0)
+            if (!quiet_rank)
                 usage(stdout);
             return 0;
-        default: usage(stderr); return 2;
+        default:
+            if (!quiet_rank)
+                usage(stderr);
+            return USAGE_RC;
         }
     }
     if (optind < argc) {
-        fprintf(stderr, "numacoll-info: unexpected argument \"%s\"\n", argv[optind]);
-        usage(stderr);
-        return 2;
+        usage_msg("numacoll-info: unexpected argument \"%s\"\n", argv[optind]);
+        if (!quiet_rank)
+            usage(stderr);
+        return USAGE_RC;
     }
     if (o.markdown && !params) {
-        fprintf(stderr, "numacoll-info: --markdown goes with --params\n");
-        return 2;
+        usage_msg("numacoll-info: --markdown goes with --params\n");
+        return USAGE_RC;
     }
     if (params && o.markdown) {
         nc_info_print_markdown(stdout);
