@@ -189,7 +189,9 @@ NUMACOLL_API int numacoll_alltoallv(numacoll_team_t *team, const void *sendbuf,
 /* ---- tunables ---------------------------------------------------------------
  * Names are the environment variables (e.g. "NUMACOLL_BCAST_FRAG_SIZE").
  * numacoll_param_set() changes the value for teams created afterwards; a team
- * keeps the snapshot it was created with. */
+ * keeps the snapshot it was created with. numacoll_param_get() writes the
+ * value's text, NUL-terminated, into value (len bytes): a value that does not
+ * fit is cut and NUMACOLL_ERR_TRUNCATE returned (32 bytes hold every value). */
 NUMACOLL_API int numacoll_param_set(const char *name, const char *value);
 NUMACOLL_API int numacoll_param_get(const char *name, char *value, size_t len,
                                     const char **source);

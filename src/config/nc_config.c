@@ -438,11 +438,11 @@ NUMACOLL_API int numacoll_param_get(const char *name, char *value, size_t len, c
         return NUMACOLL_ERR_INVAL;
     pthread_mutex_lock(&global_lock);
     ensure_loaded_locked();
-    snprintf(value, len, "%s", global.v[i].text);
+    const int n = snprintf(value, len, "%s", global.v[i].text);
     if (source)
         *source = nc_param_source_name(global.v[i].source);
     pthread_mutex_unlock(&global_lock);
-    return 0;
+    return (size_t)n < len ? 0 : NUMACOLL_ERR_TRUNCATE; /* the value did not fit */
 }
 
 NUMACOLL_API int numacoll_param_count(void)

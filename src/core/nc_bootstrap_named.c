@@ -11,7 +11,25 @@
  * after it finished reading round r.
  * The file is unlinked by the member that joins last, so nothing stays in
  * /dev/shm once every member has opened it.
+ *
+ * Joining (numacoll_bootstrap_named()). Every member holds a shared flock()
+ * on the file from before it is visible under its name until the member
+ * frees the bootstrap; the kernel drops the lock of a process that dies.
+ *   J1. open the name: if an exclusive lock on it succeeds at once, no live
+ *       process holds it: the file was left by members that died before the
+ *       team formed (or timed out); it is unlinked, if the name still names
+ *       that file, and J1 starts over. Else take the shared lock, check that
+ *       the name still names the file (a member in J1 may have just removed
+ *       it) and its size, and join;
+ *   J2. no file: make one unnamed (O_TMPFILE in /dev/shm), lock it, size it,
+ *       write its header, and give it the name with linkat(): only one of
+ *       the members racing here succeeds (EEXIST for the others: J1), and a
+ *       file is never seen half made, nor left behind by a creator that dies
+ *       before linkat().
+ * A file left by dead members used to make the next team of that name wait
+ * for members that never came (120 s) and fail.
  */
+/* O_TMPFILE, linkat(): _GNU_SOURCE is the build's */
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -19,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -43,11 +62,20 @@ typedef struct boot_slot {
 
 typedef struct named_bs {
     numacoll_bootstrap_t pub;
-    char name[128];
+    char name[128]; /* "/numacoll-boot-NAME", for messages */
+    char path[160]; /* /dev/shm/numacoll-boot-NAME */
+    int fd;         /* the file, with my shared lock */
     boot_hdr_t *hdr;
     size_t bytes;
     uint32_t round;
 } named_bs_t;
+
+/* Does path name the file open as fd? */
+static int names_file(const char *path, int fd)
+{
+    struct stat a, n;
+    return !fstat(fd, &a) && !stat(path, &n) && a.st_ino == n.st_ino && a.st_dev == n.st_dev;
+}
 
 static boot_slot_t *slot(named_bs_t *b, unsigned parity, int rank)
 {
@@ -87,7 +115,7 @@ static int named_allgather(void *ctx, const void *mine, void *all, size_t len)
             if (wait_deadline(deadline, &spins)) {
                 nc_log_error("bootstrap %s: member %d did not arrive within %llu s", b->name, i,
                              NC_BOOT_TIMEOUT_NS / 1000000000ull);
-                shm_unlink(b->name);
+                unlink(b->path);
                 return NUMACOLL_ERR_TIMEOUT;
             }
         memcpy((char *)all + (size_t)i * len, s->data, len);
@@ -112,34 +140,23 @@ NUMACOLL_API int numacoll_bootstrap_named(const char *name, int rank, int size,
     snprintf(b->name, sizeof b->name, "/numacoll-boot-%s", name);
     b->bytes = nc_round_up(sizeof(boot_hdr_t), NC_CACHELINE) + 2 * (size_t)size * sizeof(boot_slot_t);
 
+    snprintf(b->path, sizeof b->path, "/dev/shm%s", b->name);
+    b->fd = -1;
+
     uint64_t deadline = nc_time_ns() + NC_BOOT_TIMEOUT_NS;
     unsigned spins = 0;
-    int fd, creator = 0, rc = NUMACOLL_ERR_BOOTSTRAP;
-    for (;;) {
-        fd = shm_open(b->name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
-        if (fd >= 0) {
-            creator = 1;
-            /* Reserve (and size) the whole file before anyone touches it:
-             * tmpfs would SIGBUS on a page it cannot back. Members waiting
-             * for the size re-open by name, so after this unlink each of
-             * them tries (and reports) for itself. */
-            char why[256];
-            if ((rc = nc_shm_reserve(fd, 0, b->bytes, "the bootstrap file", why, sizeof why))) {
-                nc_log_error_once("bootstrap %s: %s", b->name, why);
-                shm_unlink(b->name);
-                goto fail_fd;
-            }
-            rc = NUMACOLL_ERR_BOOTSTRAP;
-            break;
-        }
-        if (errno != EEXIST) {
-            nc_log_error("bootstrap %s: shm_open: %s", b->name, strerror(errno));
+    int fd = -1, rc = NUMACOLL_ERR_BOOTSTRAP;
+    for (;; fd = -1) {
+        if (wait_deadline(deadline, &spins)) {
+            nc_log_error("bootstrap %s: timed out joining the file", b->name);
+            rc = NUMACOLL_ERR_TIMEOUT;
             goto fail;
         }
-        fd = shm_open(b->name, O_RDWR | O_NOFOLLOW, 0);
+        /* J1. */
+        fd = open(b->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
         if (fd >= 0) {
             struct stat st;
-            if (!fstat(fd, &st) && (st.st_uid != geteuid() || (st.st_mode & 077))) {
+            if (fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & 077)) {
                 nc_log_error("bootstrap %s is not a 0600 file of user %u (owner %u, mode %04o): "
                              "refused",
                              b->name, (unsigned)geteuid(), (unsigned)st.st_uid,
@@ -147,61 +164,99 @@ NUMACOLL_API int numacoll_bootstrap_named(const char *name, int rank, int size,
                 rc = NUMACOLL_ERR_SHM;
                 goto fail_fd;
             }
-            if (!fstat(fd, &st) && (size_t)st.st_size == b->bytes)
-                break;
-            if (!fstat(fd, &st) && st.st_size && (size_t)st.st_size != b->bytes) {
-                nc_log_error("bootstrap %s exists with another size: a different team uses this "
-                             "name (stale file? remove /dev/shm%s)", b->name, b->name);
+            if (!flock(fd, LOCK_EX | LOCK_NB)) {
+                if (names_file(b->path, fd)) {
+                    unlink(b->path);
+                    nc_log_info(1, "bootstrap %s: removed the file its earlier members left "
+                                "(they ended before the team formed)",
+                                b->name);
+                }
+                close(fd);
+                continue;
+            }
+            if (flock(fd, LOCK_SH) || !names_file(b->path, fd)) {
+                close(fd); /* J1 of another member removed it: start over */
+                continue;
+            }
+            if ((size_t)st.st_size != b->bytes) {
+                nc_log_error("bootstrap %s exists with another size: a different team (of "
+                             "another size) uses this name now",
+                             b->name);
                 rc = NUMACOLL_ERR_MISMATCH;
                 goto fail_fd;
             }
-            close(fd); /* the creator has not sized it yet */
+            break;
         }
-        if (wait_deadline(deadline, &spins)) {
-            nc_log_error("bootstrap %s: timed out waiting for the creator", b->name);
-            rc = NUMACOLL_ERR_TIMEOUT;
+        if (errno != ENOENT) {
+            nc_log_error("bootstrap %s: open: %s", b->name, strerror(errno));
             goto fail;
         }
+        /* J2. */
+        fd = open("/dev/shm", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (fd < 0) {
+            nc_log_error("bootstrap %s: cannot make a file in /dev/shm: %s", b->name,
+                         strerror(errno));
+            rc = NUMACOLL_ERR_SHM;
+            goto fail;
+        }
+        char why[256];
+        if (flock(fd, LOCK_SH) ||
+            (rc = nc_shm_reserve(fd, 0, b->bytes, "the bootstrap file", why, sizeof why))) {
+            nc_log_error_once("bootstrap %s: %s", b->name, rc ? why : strerror(errno));
+            rc = rc ? rc : NUMACOLL_ERR_SHM;
+            goto fail_fd;
+        }
+        rc = NUMACOLL_ERR_BOOTSTRAP;
+        boot_hdr_t *h = mmap(NULL, sizeof *h, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (h == MAP_FAILED) {
+            nc_log_error("bootstrap %s: mmap: %s", b->name, strerror(errno));
+            goto fail_fd;
+        }
+        h->p = (uint32_t)size;
+        h->slot_bytes = NC_BOOT_SLOT;
+        /* release: p and slot_bytes before ready; pairs with the acquire below
+         * (the file is complete before it has a name, so this is belt and
+         * braces) */
+        atomic_store_explicit(&h->ready, NC_BOOT_MAGIC, memory_order_release);
+        munmap(h, sizeof *h);
+        char self[64];
+        snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+        if (!linkat(AT_FDCWD, self, AT_FDCWD, b->path, AT_SYMLINK_FOLLOW))
+            break;
+        const int e = errno;
+        close(fd);
+        if (e != EEXIST) {
+            nc_log_error("bootstrap %s: cannot name the file: %s", b->name, strerror(e));
+            rc = NUMACOLL_ERR_SHM;
+            goto fail;
+        }
+        /* another member named its file first: join that one (J1) */
     }
     b->hdr = mmap(NULL, b->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    fd = -1;
     if (b->hdr == MAP_FAILED) {
         nc_log_error("bootstrap %s: mmap: %s", b->name, strerror(errno));
         b->hdr = NULL;
-        if (creator)
-            shm_unlink(b->name);
-        goto fail;
+        goto fail_fd;
     }
-    if (creator) {
-        b->hdr->p = (uint32_t)size;
-        b->hdr->slot_bytes = NC_BOOT_SLOT;
-        /* release: p and slot_bytes before ready; pairs with the acquire below. */
-        atomic_store_explicit(&b->hdr->ready, NC_BOOT_MAGIC, memory_order_release);
-    } else {
-        spins = 0;
-        /* acquire: pairs with the creator's release of ready. */
-        while (atomic_load_explicit(&b->hdr->ready, memory_order_acquire) != NC_BOOT_MAGIC)
-            if (wait_deadline(deadline, &spins)) {
-                nc_log_error("bootstrap %s: creator never finished", b->name);
-                rc = NUMACOLL_ERR_TIMEOUT;
-                goto fail_map;
-            }
-        if (b->hdr->p != (uint32_t)size || b->hdr->slot_bytes != NC_BOOT_SLOT) {
-            nc_log_error("bootstrap %s: created for %u members, this one expects %d", b->name,
-                         b->hdr->p, size);
-            rc = NUMACOLL_ERR_MISMATCH;
-            goto fail_map;
-        }
+    b->fd = fd; /* kept open: my shared lock says I am alive */
+    fd = -1;
+    /* acquire: pairs with the creator's release of ready. */
+    if (atomic_load_explicit(&b->hdr->ready, memory_order_acquire) != NC_BOOT_MAGIC ||
+        b->hdr->p != (uint32_t)size || b->hdr->slot_bytes != NC_BOOT_SLOT) {
+        nc_log_error("bootstrap %s: created for %u members, this one expects %d", b->name,
+                     b->hdr->p, size);
+        rc = NUMACOLL_ERR_MISMATCH;
+        goto fail_map;
     }
     /* relaxed: only counts; the last member to join unlinks the name. */
     if (atomic_fetch_add_explicit(&b->hdr->joined, 1, memory_order_relaxed) + 1 == (uint32_t)size)
-        shm_unlink(b->name);
+        unlink(b->path);
     *out = &b->pub;
     return 0;
 
 fail_map:
     munmap(b->hdr, b->bytes);
+    close(b->fd);
     goto fail;
 fail_fd:
     close(fd);
@@ -217,5 +272,7 @@ NUMACOLL_API void numacoll_bootstrap_named_free(numacoll_bootstrap_t *bs)
     named_bs_t *b = (named_bs_t *)bs;
     if (b->hdr)
         munmap(b->hdr, b->bytes);
+    if (b->fd >= 0)
+        close(b->fd);
     free(b);
 }

@@ -126,11 +126,16 @@ int nc_shm_reserve(int fd, size_t off, size_t len, const char *what, char *why, 
     nc_shm_fmt_bytes(len, need, sizeof need);
     nc_shm_fmt_bytes(avail, have, sizeof have);
     nc_shm_fmt_bytes(size, total, sizeof total);
-    snprintf(why, whylen,
-             "%s needs %s of " NC_SHM_DIR ", which has %s free of %s (%s); lower "
-             "NUMACOLL_REDUCE_FRAG_SIZE, NUMACOLL_BCAST_QUEUE_LEN or NUMACOLL_BCAST_FRAG_SIZE, "
-             "or enlarge " NC_SHM_DIR,
-             what, need, have, total, strerror(e));
+    /* the tunables size a team's segment only; the bootstrap file and the
+     * budget page are sized by the team's size and the page */
+    const int boot = !strcmp(what, "the bootstrap file"),
+              seg = !boot && strcmp(what, "the node budget page");
+    snprintf(why, whylen, "%s needs %s of " NC_SHM_DIR ", which has %s free of %s (%s); %s",
+             what, need, have, total, strerror(e),
+             seg    ? "lower NUMACOLL_REDUCE_FRAG_SIZE, NUMACOLL_BCAST_QUEUE_LEN or "
+                      "NUMACOLL_BCAST_FRAG_SIZE, or enlarge " NC_SHM_DIR
+             : boot ? "it grows with the number of members given: check it, or enlarge " NC_SHM_DIR
+                    : "enlarge " NC_SHM_DIR);
     return e == ENOSPC || e == EFBIG || e == ENOMEM ? NUMACOLL_ERR_NOSPACE : NUMACOLL_ERR_SHM;
 }
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <dirent.h>
 
@@ -424,12 +425,85 @@ static int body_unmeasurable(int rank, int p, const char *name, void *arg)
     return 0;
 }
 
+/* ---- a bootstrap file left by a member that died before the team formed ----- */
+
+/* Member r of 2 of the team `name`: bootstrap, team, one broadcast. */
+static int stale_member(const char *name, int r)
+{
+    numacoll_bootstrap_t *bs;
+    numacoll_team_t *t;
+    unsigned char buf[64];
+    uint64_t t0 = nc_time_ns();
+    CHECK(numacoll_bootstrap_named(name, r, 2, &bs) == 0, "bootstrap");
+    CHECK(numacoll_team_create(bs, &t) == 0, "team");
+    CHECK(one_bcast(t, buf, sizeof buf, 0, 1, r) == 0, "bcast");
+    numacoll_team_destroy(t);
+    numacoll_bootstrap_named_free(bs);
+    double s = (double)(nc_time_ns() - t0) / 1e9;
+    CHECK(s < 10.0, "member %d took %.1f s to form the team", r, s);
+    return 0;
+}
+
+/* A member of a team of 2 joins and is killed before the other comes: its
+ * file stays in /dev/shm. The next team of that name must form at once (it
+ * used to wait 120 s for a member that had come to the old file, then fail)
+ * and leave nothing. */
+static int run_stale(void)
+{
+    char name[64], path[128];
+    snprintf(name, sizeof name, "stale-%d", (int)getpid());
+    snprintf(path, sizeof path, "/dev/shm/numacoll-boot-%s", name);
+    pid_t lone = fork();
+    if (lone == 0) {
+        numacoll_bootstrap_t *bs;
+        if (numacoll_bootstrap_named(name, 0, 2, &bs))
+            _exit(1);
+        pause(); /* killed here, having joined */
+        _exit(0);
+    }
+    for (int i = 0; i < 1000 && access(path, F_OK); i++)
+        usleep(10000);
+    usleep(100000);
+    kill(lone, SIGKILL);
+    waitpid(lone, NULL, 0);
+    CHECK(!access(path, F_OK), "the killed member left no file (nothing to test)");
+    /* member 1 comes 0.3 s after member 0: the old file, which member 0
+     * made look full, was gone by then and each waited in a file of its own */
+    pid_t m[2];
+    for (int r = 0; r < 2; r++) {
+        if (r)
+            usleep(300000);
+        m[r] = fork();
+        if (m[r] == 0) {
+            alarm(30);
+            _exit(stale_member(name, r));
+        }
+    }
+    int bad = 0;
+    for (int r = 0; r < 2; r++) {
+        int st;
+        waitpid(m[r], &st, 0);
+        if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+            fprintf(stderr, "member %d of the new team failed (status %d)\n", r, st);
+            bad = 1;
+        }
+    }
+    if (bad)
+        unlink(path); /* the test failed: leave nothing */
+    CHECK(!bad, "the new team did not form");
+    CHECK(access(path, F_OK), "%s left behind", path);
+    printf("stale bootstrap file: removed, the new team formed\n");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
     int rc = 0;
     if (!strcmp(mode, "dead")) {
         rc = nc_fork_run(4, 60, body_dead, NULL, 2);
+    } else if (!strcmp(mode, "stale")) {
+        rc = run_stale();
     } else if (!strcmp(mode, "tunables")) {
         static const bad_t bads[] = {
             {"NUMACOLL_BCAST_TREE", "foo", -1, NUMACOLL_ERR_TUNABLE},

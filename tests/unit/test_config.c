@@ -86,6 +86,14 @@ int main(void)
           "STATS=off: %s", val);
     CHECK(numacoll_param_set("NUMACOLL_BCAST_QUEUE_LEN", "on") == NUMACOLL_ERR_TUNABLE,
           "QUEUE_LEN=on accepted");
+    /* A value that does not fit is cut and said so. */
+    char tiny[2], was[32];
+    CHECK(numacoll_param_get("BCAST_FRAG_SIZE", was, sizeof was, NULL) == 0, "get");
+    numacoll_param_set("NUMACOLL_BCAST_FRAG_SIZE", "16384");
+    CHECK(numacoll_param_get("BCAST_FRAG_SIZE", tiny, sizeof tiny, NULL) == NUMACOLL_ERR_TRUNCATE &&
+              !strcmp(tiny, "1"),
+          "a short buffer: %s", tiny);
+    numacoll_param_set("NUMACOLL_BCAST_FRAG_SIZE", was);
     /* An auto|on|off choice takes them too, and 1/0; other choices do not. */
     CHECK(numacoll_param_set("NUMACOLL_SHM_NT", "1") == 0 &&
               numacoll_param_get("SHM_NT", val, sizeof val, NULL) == 0 && !strcmp(val, "on"),

@@ -159,6 +159,14 @@ int nc_info_job(const nc_info_opts_t *o, int argc, char **argv)
         }
     }
     if (rank == 0 && all) {
+        /* the team's configuration; without a team on rank 0's node (one
+         * rank there, or numacoll off) this process's own */
+        nc_config_t own;
+        const nc_config_t *shown = &all[0].cfg;
+        if (all[0].tsize <= 0) {
+            nc_info_config(&own, 0);
+            shown = &own;
+        }
         nc_info_machine_t m = {0};
         if (topo && (o->sections & NC_INFO_TOPOLOGY)) {
             m.topo = topo->topo;
@@ -172,13 +180,14 @@ int nc_info_job(const nc_info_opts_t *o, int argc, char **argv)
             printf("\n");
         }
         if (o->sections & NC_INFO_PARAMS) {
-            printf("== Tunables (the team of rank 0's node: values and sources)\n");
-            nc_info_print_params(stdout, &all[0].cfg, all[0].tsize);
+            printf("== Tunables (%s: values and sources)\n",
+                   all[0].tsize > 0 ? "the team of rank 0's node" : "rank 0, which has no team");
+            nc_info_print_params(stdout, shown, all[0].tsize);
             printf("\n");
         }
         if (o->sections & NC_INFO_COPY) {
             const int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
-            nc_info_print_copy(stdout, &all[0].cfg, all[0].tsize > 1 ? all[0].tsize : ncpu, ncpu);
+            nc_info_print_copy(stdout, shown, all[0].tsize > 1 ? all[0].tsize : ncpu, ncpu);
         }
         fflush(stdout);
     }
