@@ -52,7 +52,10 @@ NUMACOLL_API void numacoll_team_destroy(numacoll_team_t *team);
 /* ---- collectives ------------------------------------------------------------
  * bcast: `bytes` from root's buf to every member's buf. A member whose bytes
  * differ from the root's still takes part (no hang), receives at most its own
- * bytes and gets NUMACOLL_ERR_TRUNCATE. */
+ * bytes and gets NUMACOLL_ERR_TRUNCATE. Every member must pass the same root:
+ * a reader that sees another root announced gets NUMACOLL_ERR_ROOT, but two
+ * members that both take themselves for the root are not detected, and the
+ * team can hang in a later call. */
 NUMACOLL_API int numacoll_bcast(numacoll_team_t *team, void *buf, size_t bytes, int root);
 
 /* Fragment-wise form for non-contiguous data: the root's pack(ctx, off, dst, len)
