@@ -128,8 +128,12 @@ static int nc_bind_stream_attach(struct nc_bind_stream *s, int rank, int size, i
                 if (p)
                     start = strtoull(p + 1, NULL, 10);
             }
-            snprintf(name, sizeof(name), "/numacoll-bind-%u-%d-%llu", (unsigned)getuid(), (int)getppid(),
-                     start);
+            /* named like numacoll's segments after the process they belong
+             * to (here the launcher's on this node), so that a file a killed
+             * run leaves is removed by numacoll's sweep of dead processes'
+             * files (nc_shm_sweep()) */
+            snprintf(name, sizeof(name), "/numacoll-%u-%d-bind-%llu", (unsigned)getuid(),
+                     (int)getppid(), start);
         }
         int fd = shm_open(name, O_RDWR | O_CREAT, 0600);
         if (fd < 0) {
@@ -149,8 +153,7 @@ static int nc_bind_stream_attach(struct nc_bind_stream *s, int rank, int size, i
         }
         s->rdv = m;
         if (nc_bind_barrier(s)) {
-            if (rank == 0)
-                shm_unlink(name);
+            shm_unlink(name); /* every rank that gives up: the file serves no one */
             fprintf(stderr, "numacoll-bind: stream: local rank %d: the other %d local ranks did not "
                     "arrive within %d s (do all run numacoll-bind --stream under one launcher?)\n",
                     rank, size - 1, NC_BIND_RDV_TIMEOUT_S);
