@@ -40,7 +40,10 @@ NUMACOLL_API const char *numacoll_version(void);
 
 /* ---- bootstrap by name (fork-based tests, non-MPI users) -------------------
  * Every member calls it with the same name and size and its own rank; the
- * rendezvous file in /dev/shm is unlinked as soon as all members opened it. */
+ * rendezvous file in /dev/shm is unlinked as soon as all members opened it.
+ * A file whose members all ended before their team formed is removed by the
+ * next member to come (each member holds a shared flock() on it until
+ * numacoll_bootstrap_named_free(); a child forked in between holds it too). */
 NUMACOLL_API int numacoll_bootstrap_named(const char *name, int rank, int size,
                                           numacoll_bootstrap_t **out);
 NUMACOLL_API void numacoll_bootstrap_named_free(numacoll_bootstrap_t *bs);

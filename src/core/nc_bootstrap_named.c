@@ -115,7 +115,8 @@ static int named_allgather(void *ctx, const void *mine, void *all, size_t len)
             if (wait_deadline(deadline, &spins)) {
                 nc_log_error("bootstrap %s: member %d did not arrive within %llu s", b->name, i,
                              NC_BOOT_TIMEOUT_NS / 1000000000ull);
-                unlink(b->path);
+                if (names_file(b->path, b->fd)) /* not a later team's file of that name */
+                    unlink(b->path);
                 return NUMACOLL_ERR_TIMEOUT;
             }
         memcpy((char *)all + (size_t)i * len, s->data, len);
@@ -146,6 +147,7 @@ NUMACOLL_API int numacoll_bootstrap_named(const char *name, int rank, int size,
     uint64_t deadline = nc_time_ns() + NC_BOOT_TIMEOUT_NS;
     unsigned spins = 0;
     int fd = -1, rc = NUMACOLL_ERR_BOOTSTRAP;
+retry:
     for (;; fd = -1) {
         if (wait_deadline(deadline, &spins)) {
             nc_log_error("bootstrap %s: timed out joining the file", b->name);
@@ -156,7 +158,12 @@ NUMACOLL_API int numacoll_bootstrap_named(const char *name, int rank, int size,
         fd = open(b->path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
         if (fd >= 0) {
             struct stat st;
-            if (fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+            if (fstat(fd, &st)) {
+                nc_log_error("bootstrap %s: fstat: %s", b->name, strerror(errno));
+                rc = NUMACOLL_ERR_SHM;
+                goto fail_fd;
+            }
+            if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
                 nc_log_error("bootstrap %s is not a 0600 file of user %u (owner %u, mode %04o): "
                              "refused",
                              b->name, (unsigned)geteuid(), (unsigned)st.st_uid,
@@ -248,8 +255,21 @@ NUMACOLL_API int numacoll_bootstrap_named(const char *name, int rank, int size,
         rc = NUMACOLL_ERR_MISMATCH;
         goto fail_map;
     }
-    /* relaxed: only counts; the last member to join unlinks the name. */
-    if (atomic_fetch_add_explicit(&b->hdr->joined, 1, memory_order_relaxed) + 1 == (uint32_t)size)
+    /* relaxed: only counts; the last member to join unlinks the name. A
+     * member that opened the file just before that and finds it full is too
+     * late for this team (whose slots it must not write): it takes the name
+     * off, if still this file's, and starts over. */
+    const uint32_t was = atomic_fetch_add_explicit(&b->hdr->joined, 1, memory_order_relaxed);
+    if (was >= (uint32_t)size) {
+        if (names_file(b->path, b->fd))
+            unlink(b->path);
+        munmap(b->hdr, b->bytes);
+        b->hdr = NULL;
+        close(b->fd);
+        b->fd = -1;
+        goto retry;
+    }
+    if (was + 1 == (uint32_t)size)
         unlink(b->path);
     *out = &b->pub;
     return 0;

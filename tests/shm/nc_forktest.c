@@ -21,8 +21,8 @@ static int leftovers_of(const pid_t *pids, int p)
     struct dirent *e;
     while ((e = readdir(d)))
         for (int r = 0; r < p; r++) {
-            char prefix[32];
-            snprintf(prefix, sizeof prefix, "numacoll-%d-", (int)pids[r]);
+            char prefix[48]; /* segments: numacoll-<uid>-<pid>-... (nc_shm.c) */
+            snprintf(prefix, sizeof prefix, "numacoll-%u-%d-", (unsigned)geteuid(), (int)pids[r]);
             if (!strncmp(e->d_name, prefix, strlen(prefix))) {
                 fprintf(stderr, "leftover /dev/shm/%s\n", e->d_name);
                 n++;

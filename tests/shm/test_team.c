@@ -453,17 +453,21 @@ static int run_stale(void)
     char name[64], path[128];
     snprintf(name, sizeof name, "stale-%d", (int)getpid());
     snprintf(path, sizeof path, "/dev/shm/numacoll-boot-%s", name);
+    int fds[2];
+    CHECK(!pipe(fds), "pipe");
     pid_t lone = fork();
     if (lone == 0) {
         numacoll_bootstrap_t *bs;
         if (numacoll_bootstrap_named(name, 0, 2, &bs))
             _exit(1);
-        pause(); /* killed here, having joined */
+        (void)!write(fds[1], "j", 1); /* joined (counted in the file) */
+        pause();                      /* killed here */
         _exit(0);
     }
-    for (int i = 0; i < 1000 && access(path, F_OK); i++)
-        usleep(10000);
-    usleep(100000);
+    char c;
+    close(fds[1]);
+    CHECK(read(fds[0], &c, 1) == 1, "the lone member did not join");
+    close(fds[0]);
     kill(lone, SIGKILL);
     waitpid(lone, NULL, 0);
     CHECK(!access(path, F_OK), "the killed member left no file (nothing to test)");
@@ -488,10 +492,11 @@ static int run_stale(void)
             bad = 1;
         }
     }
-    if (bad)
+    const int left = !access(path, F_OK);
+    if (bad || left)
         unlink(path); /* the test failed: leave nothing */
     CHECK(!bad, "the new team did not form");
-    CHECK(access(path, F_OK), "%s left behind", path);
+    CHECK(!left, "%s left behind", path);
     printf("stale bootstrap file: removed, the new team formed\n");
     return 0;
 }
