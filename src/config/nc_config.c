@@ -147,11 +147,12 @@ int nc_param_parse(int index, const char *text, nc_param_value_t *out, char *err
     nc_param_value_t v = {0};
 
     const int is_bool = d->unit && !strcmp(d->unit, "bool");
+    const int word = is_bool ? switch_word(text) : -1;
     switch (d->type) {
     case NC_PT_SIZE:
     case NC_PT_INT:
-        if (is_bool && switch_word(text) >= 0) {
-            v.num = switch_word(text); /* a switch also reads as the words people write */
+        if (word >= 0) {
+            v.num = word; /* a switch also reads as the words people write */
         } else if (is_bool && (parse_int(text, 0, &v.num) || v.num < d->min || v.num > d->max)) {
             snprintf(err, errlen,
                      "NUMACOLL_%s=\"%s\" is not valid: expected an integer in %s (or off/on, "

@@ -801,6 +801,20 @@ contains
     end do
   end subroutine
 
+  ! Fresh buffers for the next call: s = -5, r = want = -7 (what no call
+  ! writes), then, for mine >= 0, my block of mine elements to send at s(1).
+  subroutine fresh(s, r, want, me, mine)
+    integer, intent(inout) :: s(:), r(:), want(:)
+    integer, intent(in) :: me, mine
+    integer :: i
+    s = -5
+    r = -7
+    want = -7
+    do i = 1, mine
+      s(i) = av(i, me, 0)
+    end do
+  end subroutine
+
   subroutine xg_check(r, want, what, n, root, inplace)
     integer, intent(in) :: r(:), want(:), n, root
     character(len=*), intent(in) :: what
@@ -839,12 +853,7 @@ contains
       inp = ip == 1
       ! MPI_Gather, every root
       do root = 0, csize - 1
-        s = -5
-        r = -7
-        want = -7
-        do i = 1, n
-          s(i) = av(i, me, 0)
-        end do
+        call fresh(s, r, want, me, n)
         if (me == root) call put_blocks(want, ecnt, edsp, csize, -1)
         if (inp .and. me == root) then
           r(me * n + 1:me * n + n) = s(1:n)
@@ -857,9 +866,7 @@ contains
       end do
       ! MPI_Scatter, every root
       do root = 0, csize - 1
-        s = -5
-        r = -7
-        want = -7
+        call fresh(s, r, want, me, -1)
         if (me == root) call put_blocks(s, ecnt, edsp, csize, root)
         if (.not. (inp .and. me == root)) then
           do i = 1, n
@@ -877,12 +884,7 @@ contains
       ! MPI_Gatherv and MPI_Scatterv, the first and the last root
       do last = 0, 1
         root = last * (csize - 1)
-        s = -5
-        r = -7
-        want = -7
-        do i = 1, cnt(me)
-          s(i) = av(i, me, 0)
-        end do
+        call fresh(s, r, want, me, cnt(me))
         if (me == root) call put_blocks(want, cnt, dsp, csize, -1)
         if (inp .and. me == root) then
           r(dsp(me) + 1:dsp(me) + cnt(me)) = s(1:cnt(me))
@@ -895,9 +897,7 @@ contains
         call tally_to(k_gatherv, .true.)
         call xg_check(r, want, 'gatherv', n, root, inp)
 
-        s = -5
-        r = -7
-        want = -7
+        call fresh(s, r, want, me, -1)
         if (me == root) call put_blocks(s, cnt, dsp, csize, root)
         if (.not. (inp .and. me == root)) then
           do i = 1, cnt(me)
@@ -915,12 +915,7 @@ contains
         call xg_check(r, want, 'scatterv', n, root, inp)
       end do
       ! MPI_Allgather, MPI_Allgatherv
-      s = -5
-      r = -7
-      want = -7
-      do i = 1, n
-        s(i) = av(i, me, 0)
-      end do
+      call fresh(s, r, want, me, n)
       call put_blocks(want, ecnt, edsp, csize, -1)
       if (inp) then
         r(me * n + 1:me * n + n) = s(1:n)
@@ -930,11 +925,7 @@ contains
       end if
       call tally_to(k_allgather, .true.)
       call xg_check(r, want, 'allgather', n, -1, inp)
-      r = -7
-      want = -7
-      do i = 1, cnt(me)
-        s(i) = av(i, me, 0)
-      end do
+      call fresh(s, r, want, me, cnt(me))
       call put_blocks(want, cnt, dsp, csize, -1)
       if (inp) then
         r(dsp(me) + 1:dsp(me) + cnt(me)) = s(1:cnt(me))
@@ -946,9 +937,7 @@ contains
       call tally_to(k_allgatherv, .true.)
       call xg_check(r, want, 'allgatherv', n, -1, inp)
       ! MPI_Alltoall
-      s = -5
-      r = -7
-      want = -7
+      call fresh(s, r, want, me, -1)
       do j = 0, csize - 1
         do i = 1, n
           s(j * n + i) = av(i, me, j)
@@ -965,9 +954,7 @@ contains
       call xg_check(r, want, 'alltoall', n, -1, inp)
     end do
     ! MPI_Alltoallv: vn(n, f, t) elements from f to t, both sides in reverse rank order
-    s = -5
-    r = -7
-    want = -7
+    call fresh(s, r, want, me, -1)
     tot = 0
     do j = csize - 1, 0, -1
       scnt(j) = vn(n, me, j)

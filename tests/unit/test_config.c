@@ -77,13 +77,21 @@ int main(void)
     CHECK(numacoll_param_set("NUMACOLL_ALLREDUCE_ENABLE", "1") == 0, "set ALLREDUCE_ENABLE");
     CHECK(nc_config_snapshot(&cfg) == 0, "the error is gone");
     unsetenv("NUMACOLL_ALLREDUCE_ENABLE");
-    /* A switch takes off/on, no/yes, false/true in any case; a number takes none. */
-    CHECK(numacoll_param_set("NUMACOLL_STATS", "Yes") == 0 &&
-              numacoll_param_get("STATS", val, sizeof val, NULL) == 0 && !strcmp(val, "1"),
-          "STATS=Yes: %s", val);
-    CHECK(numacoll_param_set("NUMACOLL_STATS", "off") == 0 &&
-              numacoll_param_get("STATS", val, sizeof val, NULL) == 0 && !strcmp(val, "0"),
-          "STATS=off: %s", val);
+    /* A switch takes off/on, no/yes, false/true in any case; an auto|on|off
+     * choice takes them too, and 1/0 (and reads as on/off); a number or
+     * another choice takes none (below). */
+    static const struct {
+        const char *name, *in, *want;
+    } words[] = {{"STATS", "Yes", "1"},   {"STATS", "off", "0"},
+                 {"SHM_NT", "1", "on"},   {"SHM_NT", "FALSE", "off"}};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
+        char env[64];
+        snprintf(env, sizeof env, "NUMACOLL_%s", words[i].name);
+        CHECK(numacoll_param_set(env, words[i].in) == 0 &&
+                  numacoll_param_get(words[i].name, val, sizeof val, NULL) == 0 &&
+                  !strcmp(val, words[i].want),
+              "%s=%s: %s", words[i].name, words[i].in, val);
+    }
     CHECK(numacoll_param_set("NUMACOLL_BCAST_QUEUE_LEN", "on") == NUMACOLL_ERR_TUNABLE,
           "QUEUE_LEN=on accepted");
     /* A value that does not fit is cut and said so. */
@@ -94,13 +102,6 @@ int main(void)
               !strcmp(tiny, "1"),
           "a short buffer: %s", tiny);
     numacoll_param_set("NUMACOLL_BCAST_FRAG_SIZE", was);
-    /* An auto|on|off choice takes them too, and 1/0; other choices do not. */
-    CHECK(numacoll_param_set("NUMACOLL_SHM_NT", "1") == 0 &&
-              numacoll_param_get("SHM_NT", val, sizeof val, NULL) == 0 && !strcmp(val, "on"),
-          "SHM_NT=1: %s", val);
-    CHECK(numacoll_param_set("NUMACOLL_SHM_NT", "FALSE") == 0 &&
-              numacoll_param_get("SHM_NT", val, sizeof val, NULL) == 0 && !strcmp(val, "off"),
-          "SHM_NT=FALSE: %s", val);
     CHECK(numacoll_param_set("NUMACOLL_SHM_NT", "2") == NUMACOLL_ERR_TUNABLE, "SHM_NT=2 accepted");
     CHECK(numacoll_param_set("NUMACOLL_TRANSPORT", "yes") == NUMACOLL_ERR_TUNABLE,
           "TRANSPORT=yes accepted");
