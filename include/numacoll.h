@@ -55,10 +55,19 @@ NUMACOLL_API void numacoll_team_destroy(numacoll_team_t *team);
 /* ---- collectives ------------------------------------------------------------
  * bcast: `bytes` from root's buf to every member's buf. A member whose bytes
  * differ from the root's still takes part (no hang), receives at most its own
- * bytes and gets NUMACOLL_ERR_TRUNCATE. Every member must pass the same root:
- * a reader that sees another root announced gets NUMACOLL_ERR_ROOT, but two
- * members that both take themselves for the root are not detected, and the
- * team can hang in a later call. */
+ * bytes and gets NUMACOLL_ERR_TRUNCATE. Members that disagree on the root get
+ * NUMACOLL_ERR_ROOT and the team stays usable: a reader that finds another
+ * root announced; of two members that both pass themselves as the root, the
+ * one that claims the call second (it takes part as a reader and keeps its
+ * buffer); when no member passes itself, every member, once all of them
+ * wait for the call. A member that passed 0 bytes returns at once and gets
+ * the error from the call that resolves this one (its next call on the
+ * team other than a small broadcast it roots, at the latest 32 broadcasts
+ * later); the others wait for that.
+ * Two roots of a call of at most NUMACOLL_BCAST_INLINE_MAX bytes that claim
+ * it within the same few instructions both go on (no locked instruction on
+ * that path): their readers may get either's bytes or a mix (a hang if the
+ * other one's call is larger). */
 NUMACOLL_API int numacoll_bcast(numacoll_team_t *team, void *buf, size_t bytes, int root);
 
 /* Fragment-wise form for non-contiguous data: the root's pack(ctx, off, dst, len)
@@ -226,7 +235,8 @@ typedef struct numacoll_team_info {
     const char *tree;       /* e.g. "kary:2" */
     const char *layout;     /* "paper" or "compact" */
     size_t hdr_off, hdr_bytes;          /* header + leaders + pids */
-    size_t calls_off, calls_bytes;      /* call ring, an ack line and two probe lines per member */
+    size_t calls_off, calls_bytes;      /* call ring, an ack line and two probe lines per member,
+                                           claim lines */
     size_t sets_off, set_bytes;         /* q pages of op/nreaders */
     size_t rank_off, rank_bytes;        /* member i's block at rank_off + i*rank_bytes */
     size_t ctrl_bytes;                  /* control blocks at the start of a member block */

@@ -503,7 +503,7 @@ NUMACOLL_API int numacoll_barrier(numacoll_team_t *t)
      * a root waiting for them is not left waiting (coll/nc_bcast.c). A size
      * mismatch found now is reported after the barrier. */
     int frc = t->ring_pending ? nc_bcast_flush(t) : 0, rc;
-    if (frc && frc != NUMACOLL_ERR_TRUNCATE)
+    if (frc && !nc_call_error(frc))
         return frc;
     nc_bar_t *b = t->barrier_state;
     switch (b->alg) {

@@ -20,11 +20,42 @@
  *   C1. wait until every other member's ack >= c - NC_CALL_RING (the slot's
  *       previous call is resolved everywhere); the lowest ack read is cached,
  *       so acks are read about once per ring turn;
+ *   C2a. claim the call: exchange its claim word (shm/nc_seg.h) for c's
+ *       64-bit number. A member that finds that number there already is not
+ *       the root after all (two members passed themselves as the root): it
+ *       takes the call as a reader that keeps nothing and gets
+ *       NUMACOLL_ERR_ROOT. The claim lines are not the seq line, which the
+ *       readers poll, and a fixed root or roots in turn find the line in
+ *       their own cache, so a claim costs a root no line transfer. A call
+ *       of at most t->inline_max bytes (nothing but the slot to write, no
+ *       wait after it) claims with a plain load and store instead of the
+ *       locked exchange, whose full fence cost such a call 10-35 ns (10-30 %,
+ *       measured at p = 2; the plain claim costs 2-5 ns): two such roots
+ *       that claim within the same few instructions (or one preempted
+ *       between its load and its store) both go on, and their readers may
+ *       get either's bytes, or a mix. A small root racing a large one that
+ *       closely may rewrite the slot under it: a CMA root that finds the
+ *       slot rewritten breaks the team (NUMACOLL_ERR_ROOT), a root through
+ *       the sets may wait for readers that took the call as small;
  *   C2. root, bytes and the inline data, then seq = c (publish).
  * Reader, call c:
  *   C3. wait until seq == c; take root, bytes and the inline data.
+ *   C3b. a wait that has gone slow (nc_backoff() yields) stores waiting = c
+ *       in the member's ack line, and every 32 yields reads the others'. When
+ *       every other member waits for c too, nobody will publish it (a member
+ *       waiting in C3 is no root of c): compare-and-swap seq from the
+ *       previous call's (c - NC_CALL_RING, or its noroot value) to
+ *       noroot(c). Every waiter that sees noroot(c) gets NUMACOLL_ERR_ROOT
+ *       and goes on as after C3.
  * Everyone, after C2 or C3:
  *   C4. ack = c (release), or count c as pending when earlier calls are.
+ * The claim word and seq's noroot value carry no data (the release of
+ * seq = c in C2 does), so C2a and C3b are relaxed: C2a decides who came
+ * first in the claim word's modification order. The waiting words are
+ * relaxed too: a word read as c (a 64-bit call number) means its member
+ * entered C3 for c, so it is no root of c; it leaves C3 only after seq
+ * reached c or noroot(c), which makes C3b's compare-and-swap fail, so a
+ * snapshot of the words that is already old decides nothing wrong.
  * Large messages (more than t->inline_max bytes), root, per set use:
  *   R1. wait until nreaders[set] == 0 (every reader drained its last use);
  *   R2. nreaders[set] = p-1, op[set] = seq (publish);
@@ -98,9 +129,14 @@
  * behind). Pending calls are resolved by C3 before this member's next call
  * that needs the ring or the sets, when NC_CALL_RING/2 are pending, before a
  * barrier and at team destroy. If the root sent data after all, the reader
- * drains it and reports NUMACOLL_ERR_TRUNCATE then, naming the call: late,
- * but never lost and never a hang (a root waits at most a ring turn for the
- * ack).
+ * drains it and reports NUMACOLL_ERR_TRUNCATE then, naming the call; if the
+ * root is not the one it passed (kept in t->defer_root), NUMACOLL_ERR_ROOT:
+ * late, never a hang (a root waits at most a ring turn for the ack), and
+ * lost only where nobody can be told (team destroy, a team parked for reuse:
+ * the log line stays). When nobody is the root of a call that a member
+ * deferred, the others wait in C3 until that member resolves it (C3b needs
+ * every member waiting): a program that then waits for them elsewhere
+ * first hangs, as it would in the MPI libraries.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -173,17 +209,80 @@ static int ring_wait_free(numacoll_team_t *t, uint32_t c)
     }
 }
 
-/* C3: wait for call c's announcement. */
+static inline nc_call_ack_t *line(const numacoll_team_t *t, int rank)
+{
+    return nc_seg_ack(&t->seg, rank);
+}
+
+/* The 64-bit number of call c (one of the last 2^32 calls): post, fin and
+ * waiting hold these, so a value is never mistaken for a later one. */
+static inline uint64_t call64(const numacoll_team_t *t, uint32_t c)
+{
+    return t->bcast_calls - (uint32_t)(t->bcast_call - c);
+}
+
+/* Does seq hold the end of the call before c in its slot? (Then call c may
+ * be given up, C3b.) */
+static inline int slot_free(uint32_t v, uint32_t c)
+{
+    return v == c - NC_CALL_RING || v == nc_call_noroot(c - NC_CALL_RING);
+}
+
+/* C2a: 1 if we claimed call c, 0 if another member did first. */
+static inline int ring_claim(const numacoll_team_t *t, uint32_t c, size_t bytes)
+{
+    const uint64_t c64 = call64(t, c);
+    _Atomic uint64_t *w = nc_seg_claim(&t->seg, c64);
+    /* relaxed: see "The claim word" at the top. */
+    if (bytes > t->inline_max)
+        return atomic_exchange_explicit(w, c64, memory_order_relaxed) != c64;
+    if (atomic_load_explicit(w, memory_order_relaxed) == c64)
+        return 0;
+    atomic_store_explicit(w, c64, memory_order_relaxed);
+    return 1;
+}
+
+/* C3b: every other member waits for call c (c64) as a reader. */
+static int all_waiting(const numacoll_team_t *t, uint64_t c64)
+{
+    for (int i = 0; i < t->p; i++)
+        /* relaxed: see "The waiting words" at the top. */
+        if (i != t->rank && atomic_load_explicit(&line(t, i)->waiting, memory_order_relaxed) != c64)
+            return 0;
+    return 1;
+}
+
+/* C3 (and C3b): wait for call c's announcement; NUMACOLL_ERR_ROOT if no
+ * member is its root. */
 static int ring_wait_call(numacoll_team_t *t, uint32_t c, nc_call_slot_t **out)
 {
     nc_call_slot_t *sl = nc_seg_call(&t->seg, c);
+    const uint64_t c64 = call64(t, c);
     nc_backoff_t b;
+    uint32_t v, checked = 0;
     int rc;
     nc_backoff_init(&b, &t->wait);
     /* acquire: pairs with the root's release of seq in C2. */
-    while (atomic_load_explicit(&sl->seq, memory_order_acquire) != c)
+    while ((v = atomic_load_explicit(&sl->seq, memory_order_acquire)) != c) {
+        if (v == nc_call_noroot(c))
+            return NUMACOLL_ERR_ROOT;
         if ((rc = nc_backoff(&b)) < 0)
             return rc;
+        if (b.yields == checked)
+            continue;
+        /* C3b, once per slow round that yielded */
+        if (!checked)
+            atomic_store_explicit(&line(t, t->rank)->waiting, c64, memory_order_relaxed);
+        checked = b.yields;
+        if (!(checked & 31) && slot_free(v, c) && all_waiting(t, c64) &&
+            atomic_compare_exchange_strong_explicit(&sl->seq, &v, nc_call_noroot(c),
+                                                    memory_order_relaxed, memory_order_relaxed)) {
+            nc_log_error("bcast call %u of this team: no member passed itself as the root (all %d "
+                         "wait for the call as readers)",
+                         (unsigned)(c - nc_test_seq0), t->p);
+            return NUMACOLL_ERR_ROOT;
+        }
+    }
     *out = sl;
     return 0;
 }
@@ -288,11 +387,6 @@ static int sets_reader(numacoll_team_t *t, char *buf, size_t mybytes, size_t tot
     return 0;
 }
 
-static inline nc_call_ack_t *line(const numacoll_team_t *t, int rank)
-{
-    return nc_seg_ack(&t->seg, rank);
-}
-
 /* Is call sl (more than inline_max bytes) a CMA call? Its parameters if so. */
 static inline int cma_of(const nc_call_slot_t *sl, cma_call_t *cc)
 {
@@ -309,13 +403,6 @@ static inline size_t cma_share(const numacoll_team_t *t, size_t bytes)
 {
     size_t w = bytes / (size_t)t->p / NC_CACHELINE * NC_CACHELINE;
     return NC_CFG_NUM(&t->cfg, CMA_COOP) && w >= NC_CMA_SHARE_MIN ? w : 0;
-}
-
-/* The 64-bit number of call c (one of the last 2^32 calls): post and fin
- * hold these, so a value is never mistaken for a later one. */
-static inline uint64_t call64(const numacoll_team_t *t, uint32_t c)
-{
-    return t->bcast_calls - (uint32_t)(t->bcast_call - c);
 }
 
 /* Wait until member i's fin >= c. Only member i's own death ends the wait:
@@ -477,22 +564,32 @@ static inline void cma_zero(numacoll_team_t *t, uint32_t c)
 static int resolve(numacoll_team_t *t, uint32_t c)
 {
     nc_call_slot_t *sl;
+    const int passed = t->defer_root[c % NC_CALL_RING];
     int rc = ring_wait_call(t, c, &sl);
+    if (rc == NUMACOLL_ERR_ROOT)
+        nc_log_error("bcast call %u of this team: member %d passed 0 bytes and root %d, but no "
+                     "member was the root",
+                     (unsigned)(c - nc_test_seq0), t->rank, passed);
     if (rc)
         return rc;
     const int root = (int)sl->root;
     const size_t total = sl->bytes;
-    if (root == t->rank || !total)
-        return 0;
-    nc_log_error("bcast call %u of this team: member %d (the root) sent %zu bytes, member %d "
-                 "passed 0 bytes",
-                 (unsigned)(c - nc_test_seq0), root, total, t->rank);
+    if (root == t->rank || (root == passed && !total))
+        return 0; /* our own call as its root (pending behind a deferred one), or nothing */
+    if (root != passed)
+        nc_log_error("bcast call %u of this team: member %d passed 0 bytes and root %d, the root "
+                     "is %d",
+                     (unsigned)(c - nc_test_seq0), t->rank, passed, root);
+    else
+        nc_log_error("bcast call %u of this team: member %d (the root) sent %zu bytes, member %d "
+                     "passed 0 bytes",
+                     (unsigned)(c - nc_test_seq0), root, total, t->rank);
     cma_call_t cc;
     if (total > t->inline_max && cma_of(sl, &cc)) {
         /* nothing to drain: Z told the root when the call was deferred */
     } else if (total > t->inline_max && (rc = sets_reader(t, NULL, 0, total, root, NULL, NULL)))
         return rc;
-    return NUMACOLL_ERR_TRUNCATE;
+    return root != passed ? NUMACOLL_ERR_ROOT : NUMACOLL_ERR_TRUNCATE;
 }
 
 int nc_bcast_flush(numacoll_team_t *t)
@@ -503,7 +600,7 @@ int nc_bcast_flush(numacoll_team_t *t)
         return 0;
     for (uint32_t k = 0; k < n; k++) {
         int r = resolve(t, first + k);
-        if (r == NUMACOLL_ERR_TRUNCATE)
+        if (nc_call_error(r))
             rc = r;
         else if (r)
             return nc_team_fail(t, r);
@@ -525,21 +622,31 @@ static inline int finish(numacoll_team_t *t, uint32_t c)
     return 0;
 }
 
+static int reader_call(numacoll_team_t *t, char *buf, size_t mybytes, int root,
+                       numacoll_copy_fn fn, void *ctx);
+
 static int bcast_root(numacoll_team_t *t, char *buf, size_t bytes, numacoll_copy_fn fn,
                       void *ctx)
 {
     int rc = 0, rc2;
     /* Deferred calls first when the sets are needed: they may hold a set. */
-    if (bytes > t->inline_max && (rc = nc_bcast_flush(t)) && rc != NUMACOLL_ERR_TRUNCATE)
+    if (bytes > t->inline_max && (rc = nc_bcast_flush(t)) && !nc_call_error(rc))
         return rc;
-    const uint32_t c = t->bcast_call++;
-    t->bcast_calls++;
+    const uint32_t c = t->bcast_call;
     nc_call_slot_t *sl = nc_seg_call(&t->seg, c);
     /* C1. */
     if ((rc2 = ring_wait_free(t, c)))
         return nc_team_fail(t, rc2);
+    /* C2a. */
+    if (!ring_claim(t, c, bytes)) {
+        rc2 = reader_call(t, buf, bytes, t->rank, fn, ctx);
+        return rc2 ? rc2 : rc;
+    }
+    t->bcast_call++;
+    t->bcast_calls++;
     /* C2. Plain stores: every reader of the slot's previous call is done (C1),
-     * and the next ones read it after the release below. */
+     * we alone claimed it (C2a), and the readers read it after the release
+     * below. */
     const int cma = use_cma(t, buf, bytes);
     const cma_call_t cc = {cma ? CMA_CALL : 0, (uint64_t)(uintptr_t)buf, cma ? cma_share(t, bytes) : 0};
     sl->root = (uint32_t)t->rank;
@@ -550,17 +657,18 @@ static int bcast_root(numacoll_team_t *t, char *buf, size_t bytes, numacoll_copy
         memcpy(sl->inline_data, &cc, sizeof cc); /* K1 */
     /* release: root, bytes and data before seq; pairs with the acquire in C3. */
     atomic_store_explicit(&sl->seq, c, memory_order_release);
-    if ((rc2 = finish(t, c)) && rc2 != NUMACOLL_ERR_TRUNCATE)
+    if ((rc2 = finish(t, c)) && !nc_call_error(rc2))
         return rc2;
     if (rc2)
         rc = rc2;
     if (cma) {
         t->cma_calls++;
-        /* A root that is not the only root of this call (an erroneous
-         * program) would wait for a post from the other one. */
-        if ((int)sl->root != t->rank) {
-            nc_log_error("bcast call %u of this team: members %d and %u both act as its root",
-                         (unsigned)(c - nc_test_seq0), t->rank, (unsigned)sl->root);
+        /* A member that took itself for the root of a small call too, and
+         * raced our claim (C2a), may have rewritten the slot: the readers
+         * may not take part, so we would wait for them for ever. */
+        if ((int)sl->root != t->rank || sl->bytes != bytes) {
+            nc_log_error("bcast call %u of this team: another member also acts as its root",
+                         (unsigned)(c - nc_test_seq0));
             return nc_team_fail(t, NUMACOLL_ERR_ROOT);
         }
         rc2 = cma_root(t, buf, c, cc.share);
@@ -573,32 +681,34 @@ static int bcast_root(numacoll_team_t *t, char *buf, size_t bytes, numacoll_copy
     return rc;
 }
 
-static int bcast_reader(numacoll_team_t *t, char *buf, size_t mybytes, int root,
-                        numacoll_copy_fn fn, void *ctx)
+/* A reader's call from C3 on (also a root's that lost C2a: root is then
+ * its own rank). */
+static int reader_call(numacoll_team_t *t, char *buf, size_t mybytes, int root,
+                       numacoll_copy_fn fn, void *ctx)
 {
     int rc = 0, rc2;
-    if (!mybytes) {
-        /* Deferred (see above). */
-        cma_zero(t, t->bcast_call);
-        t->bcast_call++;
-        t->bcast_calls++;
-        if (++t->ring_pending >= NC_CALL_RING / 2)
-            return nc_bcast_flush(t);
-        return 0;
-    }
-    if ((rc = nc_bcast_flush(t)) && rc != NUMACOLL_ERR_TRUNCATE)
+    if ((rc = nc_bcast_flush(t)) && !nc_call_error(rc))
         return rc;
     const uint32_t c = t->bcast_call++;
     t->bcast_calls++;
     nc_call_slot_t *sl;
     /* C3. */
-    if ((rc2 = ring_wait_call(t, c, &sl)))
+    if ((rc2 = ring_wait_call(t, c, &sl)) == NUMACOLL_ERR_ROOT) {
+        finish(t, c); /* nothing pending here: a plain ack */
+        return rc2;
+    }
+    if (rc2)
         return nc_team_fail(t, rc2);
     const int sroot = (int)sl->root;
     const size_t total = sl->bytes;
     if (sroot != root) {
-        nc_log_error("bcast call %u of this team: member %d passed root %d, the root is %d",
-                     (unsigned)(c - nc_test_seq0), t->rank, root, sroot);
+        if (root == t->rank)
+            nc_log_error("bcast call %u of this team: members %d and %d both passed themselves "
+                         "as the root; member %d claimed the call first, member %d receives nothing",
+                         (unsigned)(c - nc_test_seq0), sroot, root, sroot, root);
+        else
+            nc_log_error("bcast call %u of this team: member %d passed root %d, the root is %d",
+                         (unsigned)(c - nc_test_seq0), t->rank, root, sroot);
         rc = NUMACOLL_ERR_ROOT;
         mybytes = 0; /* drain only */
     } else if (total != mybytes && !rc) {
@@ -624,6 +734,22 @@ static int bcast_reader(numacoll_team_t *t, char *buf, size_t mybytes, int root,
     } else if (total > t->inline_max && (rc2 = sets_reader(t, buf, mybytes, total, sroot, fn, ctx)))
         return nc_team_fail(t, rc2);
     return rc;
+}
+
+static int bcast_reader(numacoll_team_t *t, char *buf, size_t mybytes, int root,
+                        numacoll_copy_fn fn, void *ctx)
+{
+    if (!mybytes) {
+        /* Deferred (see above). */
+        t->defer_root[t->bcast_call % NC_CALL_RING] = root;
+        cma_zero(t, t->bcast_call);
+        t->bcast_call++;
+        t->bcast_calls++;
+        if (++t->ring_pending >= NC_CALL_RING / 2)
+            return nc_bcast_flush(t);
+        return 0;
+    }
+    return reader_call(t, buf, mybytes, root, fn, ctx);
 }
 
 static int bcast(numacoll_team_t *t, char *buf, size_t bytes, int root, numacoll_copy_fn fn,

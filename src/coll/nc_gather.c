@@ -1094,7 +1094,7 @@ static int run(numacoll_team_t *t, xg_call_t *cl)
     /* Broadcasts this member deferred first (see numacoll_barrier()); a size
      * mismatch there is reported after this call, as the reductions do. */
     int frc = t->ring_pending ? nc_bcast_flush(t) : 0;
-    if (frc && frc != NUMACOLL_ERR_TRUNCATE)
+    if (frc && !nc_call_error(frc))
         return frc;
     int rc = xg_run(t, cl);
     return rc ? rc : frc;

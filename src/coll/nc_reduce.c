@@ -1303,7 +1303,7 @@ static int reduce_any(numacoll_team_t *t, const void *sendbuf, void *recvbuf, si
     }
     /* Broadcasts this member deferred first (see numacoll_barrier()). */
     int frc = t->ring_pending ? nc_bcast_flush(t) : 0;
-    if (frc && frc != NUMACOLL_ERR_TRUNCATE)
+    if (frc && !nc_call_error(frc))
         return frc;
     int rc = red_call(t, in, recvbuf, count, op, root);
     return rc ? rc : frc;

@@ -11,6 +11,14 @@
 
 #include "numacoll.h"
 
+/* An error of one call only, which every member completed (the data of a
+ * later call that reports it late is good): a size (TRUNCATE) or a root
+ * (ROOT) that differs between the members. Anything else broke the team. */
+static inline int nc_call_error(int rc)
+{
+    return rc == NUMACOLL_ERR_TRUNCATE || rc == NUMACOLL_ERR_ROOT;
+}
+
 #define NC_CACHELINE 64
 #define NC_ALIGNED(n) __attribute__((aligned(n)))
 #define NC_LIKELY(x) __builtin_expect(!!(x), 1)

@@ -36,6 +36,7 @@ struct numacoll_team {
     int bcast_set;
     uint32_t ring_acked;   /* lowest ack of the others, as last read (roots only) */
     uint32_t ring_pending; /* calls before bcast_call not yet resolved (see nc_bcast.c) */
+    int defer_root[NC_CALL_RING]; /* the root a pending call c passed, at c % NC_CALL_RING */
     size_t inline_max;     /* NUMACOLL_BCAST_INLINE_MAX */
     double frag_tw;        /* t_w / t in bytes: the per-call fragment (nc_model_call_frag) */
     size_t frag_m, frag_f; /* the last size a root cut, and its fragment */
@@ -149,8 +150,11 @@ struct nc_xfer_model;
 /* The transport cost model's constants from a configuration (NUMACOLL_COST_*). */
 void nc_team_cost_model(const nc_config_t *cfg, struct nc_xfer_model *x);
 
-/* Resolve the calls this member deferred (coll/nc_bcast.c). */
+/* Resolve the calls this member deferred (coll/nc_bcast.c). Returns 0, an
+ * error of a deferred call (nc_call_error(): the team stays usable, the
+ * caller goes on and reports it after its own call) or the team's failure. */
 int nc_bcast_flush(struct numacoll_team *t);
+
 
 /* The configuration a team of p is made from: the process's snapshot, the
  * tune file's section for p, checked (logged once when log and bad). */

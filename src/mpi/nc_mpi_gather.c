@@ -666,7 +666,7 @@ static int hier_alltoall(nc_mpi_comm_t *c, int coll, const side_t *S, side_t *R)
         rc = numacoll_gather(c->team, mysz, sizeof(uint64_t) * row, sz, 0);
     else
         memcpy(sz, mysz, sizeof(uint64_t) * row);
-    if (leader && rc && rc != NUMACOLL_ERR_TRUNCATE) /* the team broke: no sizes */
+    if (leader && rc && !nc_call_error(rc)) /* the team broke: no sizes */
         memset(sz, 0, sizeof(uint64_t) * row * (size_t)L);
     size_t *tot = NULL, *dsp = NULL, *out_n = NULL, *out_d = NULL;
     char *got = NULL;
@@ -704,10 +704,10 @@ static int hier_alltoall(nc_mpi_comm_t *c, int coll, const side_t *S, side_t *R)
     /* 2., 3. (the leader) */
     char *out = NULL;
     if (leader) {
-        /* A late NUMACOLL_ERR_TRUNCATE (a broadcast before) leaves the data
-         * good; any other error (the team broke) leaves none: no sizes, no
-         * blocks, the error in every part. */
-        const int lbad = rc && rc != NUMACOLL_ERR_TRUNCATE;
+        /* A late error of one call (nc_call_error(): a broadcast before)
+         * leaves the data good; any other error (the team broke) leaves none:
+         * no sizes, no blocks, the error in every part. */
+        const int lbad = rc && !nc_call_error(rc);
         if (lbad)
             memset(sz, 0, sizeof(uint64_t) * row * (size_t)L);
         const char *what = coll == NC_MPI_ALLTOALL ? "MPI_Alltoall" : "MPI_Alltoallv";
@@ -1076,7 +1076,7 @@ static int xg_mpi(xcall_t *x)
     /* 4. (what fits, also after a size mismatch; across nodes only what
      * arrived whole: the hierarchical paths leave the blocks of a failed call
      * out) */
-    if (!rc || (rc == NUMACOLL_ERR_TRUNCATE && !hier))
+    if (!rc || (nc_call_error(rc) && !hier))
         side_unpack(&R, x->comm, gath && ip ? me : -1);
     side_fini(&S);
     side_fini(&R);

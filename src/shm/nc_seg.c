@@ -33,8 +33,7 @@ int nc_layout_compute(nc_layout_t *l, int p, size_t f, int s, int q, int kind, s
     l->hdr_off = 0;
     l->hdr_bytes = nc_round_up(NC_SEG_LEADERS_OFF + 2 * sizeof(int32_t) * (size_t)p, page);
     l->calls_off = l->hdr_off + l->hdr_bytes;
-    l->calls_bytes = nc_round_up((size_t)NC_CALL_RING * NC_CALL_SLOT_BYTES +
-                                     (size_t)p * (sizeof(nc_call_ack_t) + sizeof(nc_probe_line_t)),
+    l->calls_bytes = nc_round_up(nc_call_claims_off(p) + nc_call_claims(p) * sizeof(nc_call_claim_t),
                                  page);
     l->sets_off = l->calls_off + l->calls_bytes;
     l->set_bytes = page;
@@ -137,9 +136,13 @@ int nc_seg_create(nc_seg_t *seg, const nc_layout_t *l, uint32_t seq0, char *why,
     atomic_store_explicit(&h->broken, 0, memory_order_relaxed);
     /* Values no reader expects first: call c is first announced as c >= seq0
      * and set k first published as seq0 + k; every member has resolved the
-     * calls before seq0. */
-    for (uint32_t c = 0; c < NC_CALL_RING; c++)
-        atomic_store_explicit(&nc_seg_call(seg, c)->seq, seq0 - 1u, memory_order_relaxed);
+     * calls before seq0, so call c's slot holds call c - RING (C3b of
+     * coll/nc_bcast.c) and no claim line holds a call from seq0 on (C2a). */
+    for (uint32_t k = 0; k < NC_CALL_RING; k++)
+        atomic_store_explicit(&nc_seg_call(seg, seq0 + k)->seq, seq0 + k - NC_CALL_RING,
+                              memory_order_relaxed);
+    for (size_t k = 0; k < nc_call_claims(l->p); k++)
+        atomic_store_explicit(nc_seg_claim(seg, k), NC_CALLS64_0(seq0) - 1u, memory_order_relaxed);
     for (int i = 0; i < l->p; i++) {
         nc_call_ack_t *a = nc_seg_ack(seg, i);
         atomic_store_explicit(&a->done, seq0 - 1u, memory_order_relaxed);
@@ -147,6 +150,7 @@ int nc_seg_create(nc_seg_t *seg, const nc_layout_t *l, uint32_t seq0, char *why,
         atomic_store_explicit(&a->post, NC_CALLS64_0(seq0) - 1u, memory_order_relaxed);
         atomic_store_explicit(&a->fin, NC_CALLS64_0(seq0) - 1u, memory_order_relaxed);
         a->ferr = NC_CALLS64_0(seq0) - 1u;
+        atomic_store_explicit(&a->waiting, NC_CALLS64_0(seq0) - 1u, memory_order_relaxed);
     }
     for (int k = 0; k < l->q; k++) {
         nc_set_ctl_t *sc = nc_seg_set(seg, k);

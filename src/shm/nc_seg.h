@@ -4,7 +4,7 @@
  *
  * Layout (every block page-aligned; numbers for p=8, s=8, f=8 KiB, q=2, 4 KiB
  * pages, layout=paper: 4 + 8 + 8*8*(4+8) = 780 KiB, the paper's figure 1, plus
- * 260 KiB of call ring):
+ * 268 KiB of call ring):
  *
  *   offset                 block                                  written by / placed on
  *   0                      header | leaders[p] | pids[p]          rank 0 / rank 0's node
@@ -12,6 +12,8 @@
  *                          {seq, root, bytes, inline data},       (and small data) / rank 0
  *                          then one ack line per member           member i: calls resolved
  *                          then two probe lines per member        member i (team creation)
+ *                          then the claim words (64 or more,      root of a call
+ *                          two lines each)
  *   calls_off+calls_bytes  q set pages: op on one line,           root of a call / rank 0
  *                          nreaders on the next line              readers decrement
  *   rank_off + i*rank_bytes  member i: s control blocks           parent in the tree writes a
@@ -31,7 +33,8 @@
  *
  * Size: hdr + calls + q*page + p*(ctrl + s*roundup(f, page) + sum of member areas)
  * + sum of shared areas, where hdr is one page for p <= 500, calls is
- * roundup(NC_CALL_RING * 4 KiB + p * 3 * 64, page) and ctrl is s pages (paper) or
+ * roundup(NC_CALL_RING * 4 KiB + (p * 3 + 2 * L) * 64, page) with L claim words (the
+ * smallest multiple of p >= NC_CALL_RING) and ctrl is s pages (paper) or
  * roundup(s*64, page) (compact); every area is rounded up to whole pages.
  * nc_layout_compute() is the only place that computes offsets.
  */
@@ -45,7 +48,7 @@
 #include "common/nc_common.h"
 
 #define NC_SEG_MAGIC UINT64_C(0x4c4c4f43414d554e) /* "NUMACOLL" */
-#define NC_SEG_VERSION 3u
+#define NC_SEG_VERSION 4u
 
 /* At most this many collectives declare areas (coll/nc_coll.h). */
 #define NC_LAYOUT_AREAS 4
@@ -109,13 +112,38 @@ NC_STATIC_ASSERT(sizeof(nc_seg_hdr_t) <= NC_SEG_LEADERS_OFF, "header fits before
 #define NC_CALL_SLOT_BYTES 4096
 #define NC_CALL_INLINE (NC_CALL_SLOT_BYTES - 16)
 
+/* A slot's seq holds, for its call c: c once the root published it (C2),
+ * or nc_call_noroot(c) when every member waited for c as a reader (C3b).
+ * Readers of the slot wait only for calls c + k NC_CALL_RING, and the
+ * noroot value never equals one of those. */
+#define nc_call_noroot(c) ((uint32_t)(c) + 1u)
+NC_STATIC_ASSERT(NC_CALL_RING > 1, "a noroot value is no call of the slot");
+
 typedef struct nc_call_slot {
-    _Atomic uint32_t seq;   /* the call announced here, published last */
+    _Atomic uint32_t seq;   /* the call announced here, published last (above) */
     uint32_t root;          /* the call's root, published by seq */
     uint64_t bytes;         /* the root's bytes, published by seq */
     unsigned char inline_data[NC_CALL_INLINE]; /* the first 48 on the seq line */
 } NC_ALIGNED(NC_CACHELINE) nc_call_slot_t;
 NC_STATIC_ASSERT(sizeof(nc_call_slot_t) == NC_CALL_SLOT_BYTES, "a call slot is 4 KiB");
+
+/* The claim words (after the probe lines; coll/nc_bcast.c, C2a): call c
+ * (its 64-bit number) is claimed in word c % L by the member that takes
+ * itself for its root, so a second one finds it taken. L is the smallest
+ * multiple of p of at least NC_CALL_RING words: a root that returns every
+ * p calls (a fixed root, roots in turn as IMB does) claims a word it
+ * claimed itself last, still in its own cache, and no reader polls these
+ * words. (At least NC_CALL_RING: a word is claimed again only after every
+ * member resolved the call that claimed it before.) A word has two lines
+ * to itself: the adjacent-line prefetcher fetches lines in pairs, and would
+ * take one member's word from another's cache. */
+typedef struct nc_call_claim {
+    _Atomic uint64_t call;
+} NC_ALIGNED(2 * NC_CACHELINE) nc_call_claim_t;
+static inline size_t nc_call_claims(int p)
+{
+    return ((size_t)NC_CALL_RING + (size_t)p - 1) / (size_t)p * (size_t)p;
+}
 
 typedef struct nc_call_ack {
     _Atomic uint32_t done NC_ALIGNED(NC_CACHELINE);
@@ -127,6 +155,9 @@ typedef struct nc_call_ack {
     _Atomic uint64_t post, fin;
     uint64_t ferr;
     uint64_t addr, len;
+    /* the 64-bit number of the call this member has waited long for as a
+     * reader (C3b); written by this member only */
+    _Atomic uint64_t waiting;
 } nc_call_ack_t;
 NC_STATIC_ASSERT(sizeof(nc_call_ack_t) == NC_CACHELINE, "an ack is one line");
 
@@ -195,6 +226,20 @@ static inline nc_call_ack_t *nc_seg_ack(const nc_seg_t *seg, int rank)
 static inline nc_probe_line_t *nc_seg_probe(const nc_seg_t *seg, int rank)
 {
     return (nc_probe_line_t *)(nc_seg_ack(seg, seg->l.p)) + rank;
+}
+/* Where the claim words start in the call ring (past the probe lines, on a
+ * two-line boundary). */
+static inline size_t nc_call_claims_off(int p)
+{
+    return nc_round_up((size_t)NC_CALL_RING * NC_CALL_SLOT_BYTES +
+                           (size_t)p * (sizeof(nc_call_ack_t) + sizeof(nc_probe_line_t)),
+                       sizeof(nc_call_claim_t));
+}
+static inline _Atomic uint64_t *nc_seg_claim(const nc_seg_t *seg, uint64_t call64)
+{
+    return &((nc_call_claim_t *)((char *)seg->base + seg->l.calls_off +
+                                 nc_call_claims_off(seg->l.p)) +
+             call64 % nc_call_claims(seg->l.p))->call;
 }
 static inline nc_set_ctl_t *nc_seg_set(const nc_seg_t *seg, int set)
 {

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "numacoll_mpi.h"
 
@@ -209,6 +210,53 @@ static void truncate_test(MPI_Comm comm, const char *shape)
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL);
 }
 
+/* Ranks that disagree on the root (errors return), where numacoll alone
+ * takes the call (one node): MPI_ERR_ROOT, never a hang.
+ *   1. ranks 0 and 1 both pass themselves as the root: exactly one of them
+ *      gets MPI_ERR_ROOT and keeps its buffer;
+ *   2. every rank passes the next rank: nobody is the root, everyone gets
+ *      MPI_ERR_ROOT.
+ * The communicator works afterwards. */
+static void root_test(MPI_Comm comm, const char *shape)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    numacoll_team_info_t ti;
+    numacoll_team_t *team = numacoll_mpi_comm_team(comm);
+    if (size < 2 || !team || numacoll_team_info(team, &ti) || ti.size != size)
+        return;
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    static int buf[2000];
+    for (int n = 10; n <= 2000; n += 1990) { /* inline, and through the queue (8000 B) */
+        for (int k = 0; k < n; k++)
+            buf[k] = rank * 1000 + k;
+        /* Small calls claim without a locked instruction, so two roots that
+         * arrive together may both go on: rank 1 comes 100 ms later. */
+        if (rank == 1 && n == 10)
+            usleep(100000);
+        int rc = MPI_Bcast(buf, n, MPI_INT, rank < 2 ? rank : 0, comm), cls = MPI_SUCCESS;
+        if (rc != MPI_SUCCESS)
+            MPI_Error_class(rc, &cls);
+        int lost = rank < 2 && cls == MPI_ERR_ROOT, nlost = 0;
+        CHECK(rc == MPI_SUCCESS || cls == MPI_ERR_ROOT, "%s: two roots: rank %d got %d", shape, rank, rc);
+        MPI_Allreduce(&lost, &nlost, 1, MPI_INT, MPI_SUM, comm);
+        CHECK(nlost == 1, "%s: two roots, n=%d: %d of ranks 0 and 1 got MPI_ERR_ROOT", shape, n, nlost);
+        if (rank < 2)
+            for (int k = 0; k < n; k++)
+                CHECK(buf[k] == rank * 1000 + k, "%s: two roots: rank %d's buffer changed", shape, rank);
+        rc = MPI_Bcast(buf, n, MPI_INT, (rank + 1) % size, comm);
+        cls = MPI_SUCCESS;
+        if (rc != MPI_SUCCESS)
+            MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_ROOT, "%s: no root, n=%d: rank %d got %d", shape, n, rank, rc);
+    }
+    if (rank == 0)
+        buf[0] = 4242;
+    CHECK(MPI_Bcast(buf, 1, MPI_INT, 0, comm) == MPI_SUCCESS && buf[0] == 4242, "%s after", shape);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL);
+}
+
 static void run_shape(MPI_Comm comm, const char *shape, int quick)
 {
     if (comm == MPI_COMM_NULL)
@@ -218,6 +266,7 @@ static void run_shape(MPI_Comm comm, const char *shape, int quick)
     bytes_test(comm, shape, quick);
     dtype_test(comm, shape);
     truncate_test(comm, shape);
+    root_test(comm, shape);
     int size;
     MPI_Comm_size(comm, &size);
     CHECK(numacoll_mpi_comm_active(comm) == (size > 1), "%s: active=%d with size %d", shape,

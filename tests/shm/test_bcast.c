@@ -295,6 +295,108 @@ static int body_ring(int rank, int p, const char *name, void *arg)
     return 0;
 }
 
+/* ---- members that disagree on the root: an error, never a hang ------------------ */
+/* Member `from`'s int, known to all. */
+static int share_int(numacoll_team_t *t, int v, int from, int rank)
+{
+    int x = rank == from ? v : -12345;
+    int rc = numacoll_bcast(t, &x, sizeof x, from);
+    return rc ? -99999 : x;
+}
+
+static int body_roots(int rank, int p, const char *name, void *arg)
+{
+    (void)arg;
+    numacoll_bootstrap_t *bs;
+    numacoll_team_t *t;
+    CHECK(numacoll_bootstrap_named(name, rank, p, &bs) == 0, "bootstrap");
+    CHECK(numacoll_team_create(bs, &t) == 0, "team");
+    /* inline, through the sets, and (where CMA is allowed) by CMA */
+    static const size_t sizes[] = {0, 10, 100000, (size_t)2 << 20};
+    static unsigned char buf[((size_t)2 << 20) + GUARD];
+    uint64_t call = 500;
+    for (size_t i = 0; i < NC_ARRAY_SIZE(sizes); i++) {
+        const size_t n = sizes[i];
+        /* 1. Members 0 and 1 both pass themselves as the root, the others
+         * pass 0: the second to claim the call gets NUMACOLL_ERR_ROOT and
+         * keeps its buffer; the others follow the first. */
+        ++call;
+        const int myroot = rank < 2 ? rank : 0;
+        if (rank < 2)
+            nc_pattern_fill(buf, n, call * 2 + (uint64_t)rank);
+        else
+            memset(buf, 0xEE, n);
+        memset(buf + n, 0xAB, GUARD);
+        /* Each of them wins in turn. Small calls claim without a locked
+         * instruction (C2a), so two roots that arrive together may both go
+         * on: the late one comes 100 ms later. */
+        if (rank == (int)(i % 2))
+            usleep(n > t->inline_max ? 1000 : 100000);
+        int rc = numacoll_bcast(t, buf, n, myroot);
+        CHECK(rc == 0 || rc == NUMACOLL_ERR_ROOT, "rank %d: two roots, n=%zu: %s", rank, n,
+              numacoll_strerror(rc));
+        /* a zero-byte reader learns it here, when it resolves the call */
+        const int drc = numacoll_barrier(t);
+        const int rc0 = share_int(t, rc, 0, rank), rc1 = share_int(t, rc, 1, rank);
+        CHECK((rc0 == 0) + (rc1 == 0) == 1 && (rc0 == NUMACOLL_ERR_ROOT) + (rc1 == NUMACOLL_ERR_ROOT) == 1,
+              "rank %d: two roots, n=%zu: member 0 got %d, member 1 got %d (one of them must win)",
+              rank, n, rc0, rc1);
+        const int winner = rc0 == 0 ? 0 : 1;
+        CHECK(drc == (rank >= 2 && !n && winner == 1 ? NUMACOLL_ERR_ROOT : 0),
+              "rank %d: two roots, n=%zu, member %d won: barrier after: %d", rank, n, winner, drc);
+        if (rank < 2) {
+            CHECK(nc_pattern_check(buf, n, call * 2 + (uint64_t)rank) < 0,
+                  "rank %d: two roots, n=%zu: a root's buffer changed", rank, n);
+        } else if (n) { /* a zero-byte reader has nothing to compare */
+            CHECK(rc == (winner == 0 ? 0 : NUMACOLL_ERR_ROOT),
+                  "rank %d: two roots, n=%zu, member %d won: %s", rank, n, winner,
+                  numacoll_strerror(rc));
+            if (winner == 0)
+                CHECK(nc_pattern_check(buf, n, call * 2) < 0,
+                      "rank %d: two roots, n=%zu: not the winner's data", rank, n);
+            else
+                for (size_t k = 0; k < n; k++)
+                    CHECK(buf[k] == 0xEE, "rank %d: two roots, n=%zu: byte %zu written", rank, n, k);
+        }
+        for (int g = 0; g < GUARD; g++)
+            CHECK(buf[n + g] == 0xAB, "rank %d: two roots, n=%zu: wrote past the end", rank, n);
+        /* 2. Every member passes the next member as the root: nobody is the
+         * root, every member gets NUMACOLL_ERR_ROOT (zero-byte calls are
+         * deferred: at the barrier) and keeps its buffer. */
+        memset(buf, 0xEE, n + GUARD);
+        rc = numacoll_bcast(t, buf, n, (rank + 1) % p);
+        int brc = numacoll_barrier(t);
+        CHECK(n ? rc == NUMACOLL_ERR_ROOT && brc == 0 : rc == 0 && brc == NUMACOLL_ERR_ROOT,
+              "rank %d: no root, n=%zu: bcast %d, barrier %d", rank, n, rc, brc);
+        for (size_t k = 0; k < n + GUARD; k++)
+            CHECK(buf[k] == 0xEE, "rank %d: no root, n=%zu: byte %zu written", rank, n, k);
+        /* 3. Nobody is the root and member 0 defers (0 bytes): the others
+         * wait until its barrier resolves the call. */
+        rc = numacoll_bcast(t, buf, rank ? n + 1 : 0, (rank + 1) % p);
+        brc = numacoll_barrier(t);
+        CHECK(rank ? rc == NUMACOLL_ERR_ROOT && brc == 0 : rc == 0 && brc == NUMACOLL_ERR_ROOT,
+              "rank %d: no root, member 0 deferred, n=%zu: bcast %d, barrier %d", rank, n, rc, brc);
+        /* The team still works. */
+        if (one_call(t, buf, n, (int)(i % (size_t)p), ++call, rank))
+            return 1;
+    }
+    /* Slots given up or claimed twice are taken again: two ring turns, with
+     * calls nobody is the root of NC_CALL_RING calls apart (C3b gives up a
+     * slot whose last call was given up too). */
+    for (int i = 0; i < 2 * NC_CALL_RING; i++) {
+        if (i % NC_CALL_RING == 5) {
+            int rc = numacoll_bcast(t, buf, 20, (rank + 1) % p);
+            CHECK(rc == NUMACOLL_ERR_ROOT, "rank %d: no root at call %d of the turns: %d", rank, i, rc);
+            continue;
+        }
+        if (one_call(t, buf, (size_t)(i % 50), i % p, ++call, rank))
+            return 1;
+    }
+    numacoll_team_destroy(t);
+    numacoll_bootstrap_named_free(bs);
+    return 0;
+}
+
 /* ---- the callback form: receivers scatter every byte to an odd offset ----------- */
 typedef struct strided {
     unsigned char *base;
@@ -629,6 +731,10 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "ring")) {
         nc_test_seq0 = UINT32_MAX - 100; /* the ring's counters wrap too */
         rc = nc_fork_run(3, 100, body_ring, NULL, -1) || nc_fork_run(4, 100, body_ring, NULL, -1);
+    } else if (!strcmp(mode, "roots")) {
+        nc_test_seq0 = UINT32_MAX - 3; /* claims across the counters' wrap */
+        rc = nc_fork_run(2, 60, body_roots, NULL, -1) || nc_fork_run(3, 60, body_roots, NULL, -1) ||
+             nc_fork_run(4, 60, body_roots, NULL, -1);
     } else if (!strcmp(mode, "callback")) {
         rc = nc_fork_run(3, 60, body_callback, NULL, -1);
     } else if ((!strcmp(mode, "fault") || !strcmp(mode, "kill")) && !(cma_here = probe_cma_here())) {
@@ -651,7 +757,7 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "kill")) {
         rc = nc_fork_run(3, 60, body_kill, NULL, 0);
     } else {
-        fprintf(stderr, "usage: test_bcast sizes|matrix TREE|wrap|layouts|truncate|ring|callback|"
+        fprintf(stderr, "usage: test_bcast sizes|matrix TREE|wrap|layouts|truncate|ring|roots|callback|"
                         "transports|refused [seccomp]|fault|kill\n");
         return 2;
     }

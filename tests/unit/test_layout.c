@@ -12,11 +12,11 @@ int main(void)
     nc_layout_t l;
     /* Figure 1: p=8, s=8, f=8 KiB, q=2, 4 KiB pages -> page + q*page + p*s*(page+f). */
     CHECK(nc_layout_compute(&l, 8, 8192, 8, 2, NC_LAYOUT_PAPER, 4096, NULL, 0) == 0, "compute");
-    /* the paper's 780 KiB plus numacoll's call ring: 64 slots of 4 KiB + a page of 8 acks
-     * and 8 x 2 probe lines */
-    CHECK(l.calls_bytes == 65 * 4096 && l.calls_off == l.hdr_bytes, "call ring %zu", l.calls_bytes);
+    /* the paper's 780 KiB plus numacoll's call ring: 64 slots of 4 KiB + three pages of 8
+     * acks, 8 x 2 probe lines and 64 claim words of two lines */
+    CHECK(l.calls_bytes == 67 * 4096 && l.calls_off == l.hdr_bytes, "call ring %zu", l.calls_bytes);
     CHECK(l.bcast_bytes == 780 * 1024 + l.calls_bytes, "paper size %zu", l.bcast_bytes);
-    CHECK(l.bcast_bytes == 4096 + 65 * 4096 + 2 * 4096 + 8 * 8 * (4096 + 8192), "formula");
+    CHECK(l.bcast_bytes == 4096 + 67 * 4096 + 2 * 4096 + 8 * 8 * (4096 + 8192), "formula");
     CHECK(l.total == l.bcast_bytes, "no barrier area asked");
     /* Every block page-aligned, members back to back. */
     CHECK(l.sets_off % 4096 == 0 && l.rank_off % 4096 == 0 && l.rank_bytes % 4096 == 0, "align");
@@ -26,7 +26,7 @@ int main(void)
     nc_shm_need_t needs[2] = {{.shared = 100, .member = 0}, {.shared = 0, .member = 5000}};
     CHECK(nc_layout_compute(&l, 8, 8192, 8, 2, NC_LAYOUT_COMPACT, 4096, needs, 1) == 0, "compact");
     CHECK(l.ctrl_stride == 64 && l.ctrl_bytes == 4096, "compact ctrl");
-    CHECK(l.bcast_bytes == 4096 + 65 * 4096 + 2 * 4096 + 8 * (4096 + 8 * 8192), "compact size %zu",
+    CHECK(l.bcast_bytes == 4096 + 67 * 4096 + 2 * 4096 + 8 * (4096 + 8 * 8192), "compact size %zu",
           l.bcast_bytes);
     CHECK(l.barrier_off == l.bcast_bytes && l.barrier_bytes == 4096, "barrier rounded to a page");
     CHECK(l.area_off[0] == l.barrier_off && l.area_bytes[0] == 4096, "area 0 is the barrier's");
