@@ -276,12 +276,8 @@ static int ring_wait_call(numacoll_team_t *t, uint32_t c, nc_call_slot_t **out)
         checked = b.yields;
         if (!(checked & 31) && slot_free(v, c) && all_waiting(t, c64) &&
             atomic_compare_exchange_strong_explicit(&sl->seq, &v, nc_call_noroot(c),
-                                                    memory_order_relaxed, memory_order_relaxed)) {
-            nc_log_error("bcast call %u of this team: no member passed itself as the root (all %d "
-                         "wait for the call as readers)",
-                         (unsigned)(c - nc_test_seq0), t->p);
-            return NUMACOLL_ERR_ROOT;
-        }
+                                                    memory_order_relaxed, memory_order_relaxed))
+            return NUMACOLL_ERR_ROOT; /* the caller says so */
     }
     *out = sl;
     return 0;
@@ -694,6 +690,9 @@ static int reader_call(numacoll_team_t *t, char *buf, size_t mybytes, int root,
     nc_call_slot_t *sl;
     /* C3. */
     if ((rc2 = ring_wait_call(t, c, &sl)) == NUMACOLL_ERR_ROOT) {
+        nc_log_error("bcast call %u of this team: member %d passed root %d, but no member passed "
+                     "itself as the root (all %d waited for the call as readers)",
+                     (unsigned)(c - nc_test_seq0), t->rank, root, t->p);
         finish(t, c); /* nothing pending here: a plain ack */
         return rc2;
     }

@@ -481,7 +481,24 @@ int nc_mpi_error(MPI_Comm comm, int nc_err, const char *what)
                : nc_err == NUMACOLL_ERR_ROOT   ? MPI_ERR_ROOT
                : nc_err == NUMACOLL_ERR_FAULT  ? MPI_ERR_BUFFER
                                                : MPI_ERR_OTHER;
-    if (nc_err != NUMACOLL_ERR_TRUNCATE)
+    /* A root error in a call without a root is a broadcast's that this rank
+     * deferred (it passed 0 bytes) and resolved now: say so, the core's line
+     * before names that broadcast. */
+    static const char *const rooted[] = {"MPI_Bcast",  "MPI_Reduce",  "MPI_Gather",
+                                         "MPI_Gatherv", "MPI_Scatter", "MPI_Scatterv"};
+    int has_root = 0;
+    for (size_t i = 0; i < NC_ARRAY_SIZE(rooted); i++)
+        has_root |= !strcmp(what, rooted[i]);
+    if (nc_err == NUMACOLL_ERR_ROOT && !has_root)
+        nc_log_error("%s: an earlier MPI_Bcast on this communicator, to which this rank passed "
+                     "count 0, had a root other than the one this rank passed, or none (the "
+                     "line before names it); this call reports it",
+                     what);
+    else if (nc_err == NUMACOLL_ERR_ROOT)
+        nc_log_error("%s: %s (this call, or an earlier MPI_Bcast to which this rank passed count "
+                     "0: the line before names it)",
+                     what, numacoll_strerror(nc_err));
+    else if (nc_err != NUMACOLL_ERR_TRUNCATE)
         nc_log_error("%s: %s", what, numacoll_strerror(nc_err));
     PMPI_Comm_call_errhandler(comm, code);
     return code;
