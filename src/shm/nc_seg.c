@@ -33,8 +33,9 @@ int nc_layout_compute(nc_layout_t *l, int p, size_t f, int s, int q, int kind, s
     l->hdr_off = 0;
     l->hdr_bytes = nc_round_up(NC_SEG_LEADERS_OFF + 2 * sizeof(int32_t) * (size_t)p, page);
     l->calls_off = l->hdr_off + l->hdr_bytes;
-    l->calls_bytes = nc_round_up(nc_call_claims_off(p) + nc_call_claims(p) * sizeof(nc_call_claim_t),
-                                 page);
+    l->claims_off = nc_call_claims_off(p);
+    l->claims = nc_call_claims(p);
+    l->calls_bytes = nc_round_up(l->claims_off + l->claims * sizeof(nc_call_claim_t), page);
     l->sets_off = l->calls_off + l->calls_bytes;
     l->set_bytes = page;
     l->rank_off = l->sets_off + (size_t)q * l->set_bytes;
@@ -141,7 +142,7 @@ int nc_seg_create(nc_seg_t *seg, const nc_layout_t *l, uint32_t seq0, char *why,
     for (uint32_t k = 0; k < NC_CALL_RING; k++)
         atomic_store_explicit(&nc_seg_call(seg, seq0 + k)->seq, seq0 + k - NC_CALL_RING,
                               memory_order_relaxed);
-    for (size_t k = 0; k < nc_call_claims(l->p); k++)
+    for (size_t k = 0; k < l->claims; k++)
         atomic_store_explicit(nc_seg_claim(seg, k), NC_CALLS64_0(seq0) - 1u, memory_order_relaxed);
     for (int i = 0; i < l->p; i++) {
         nc_call_ack_t *a = nc_seg_ack(seg, i);

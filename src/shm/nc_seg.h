@@ -64,7 +64,8 @@ typedef struct nc_layout {
     int p, s, q, kind; /* kind: NC_LAYOUT_PAPER or NC_LAYOUT_COMPACT */
     size_t f;
     size_t hdr_off, hdr_bytes;
-    size_t calls_off, calls_bytes;  /* call ring + ack lines + probe lines */
+    size_t calls_off, calls_bytes;  /* call ring + ack lines + probe lines + claim words */
+    size_t claims_off, claims;      /* the claim words: where (from calls_off), how many */
     size_t sets_off, set_bytes;
     size_t rank_off, rank_bytes;
     size_t ctrl_stride, ctrl_bytes; /* within a member block */
@@ -117,7 +118,8 @@ NC_STATIC_ASSERT(sizeof(nc_seg_hdr_t) <= NC_SEG_LEADERS_OFF, "header fits before
  * Readers of the slot wait only for calls c + k NC_CALL_RING, and the
  * noroot value never equals one of those. */
 #define nc_call_noroot(c) ((uint32_t)(c) + 1u)
-NC_STATIC_ASSERT(NC_CALL_RING > 1, "a noroot value is no call of the slot");
+NC_STATIC_ASSERT(NC_CALL_RING > 1 && !(NC_CALL_RING & (NC_CALL_RING - 1)),
+                 "a noroot value is no call of the slot; the ring is a power of two");
 
 typedef struct nc_call_slot {
     _Atomic uint32_t seq;   /* the call announced here, published last (above) */
@@ -235,11 +237,14 @@ static inline size_t nc_call_claims_off(int p)
                            (size_t)p * (sizeof(nc_call_ack_t) + sizeof(nc_probe_line_t)),
                        sizeof(nc_call_claim_t));
 }
+/* (A root's hot path: no division when there are NC_CALL_RING words, i.e.
+ * when p divides NC_CALL_RING.) */
 static inline _Atomic uint64_t *nc_seg_claim(const nc_seg_t *seg, uint64_t call64)
 {
-    return &((nc_call_claim_t *)((char *)seg->base + seg->l.calls_off +
-                                 nc_call_claims_off(seg->l.p)) +
-             call64 % nc_call_claims(seg->l.p))->call;
+    const size_t n = seg->l.claims;
+    const size_t k = n == NC_CALL_RING ? (size_t)(call64 & (NC_CALL_RING - 1)) : call64 % n;
+    return &((nc_call_claim_t *)((char *)seg->base + seg->l.calls_off + seg->l.claims_off) + k)
+                ->call;
 }
 static inline nc_set_ctl_t *nc_seg_set(const nc_seg_t *seg, int set)
 {
