@@ -87,10 +87,19 @@
  *       S's call line: sig (line_sig(): the header's fields in 32 bits) and,
  *       in a line call, the contribution after it (step 2 then writes the
  *       header but no data), then seq = r (release).
+ * A call of count 0 takes round r and nothing else, without step 1:
+ *   Z.  if r is more than RED_ZERO_AHEAD (2^20) rounds past the lowest out
+ *       I know of, wait until every other member's out >= r - 2^19
+ *       (acquire, as step 1); then 6. It posts nothing (no slot, no word):
+ *       a member of a count above 0 waiting for its post in step 3, 3l or
+ *       X2 finds it there once that wait has gone slow (it yields): out[k]
+ *       >= r (acquire; pairs with the release of out in 6) and, read after
+ *       it, seq != r: k passed a count of 0 (RED_ZERO), the reader returns
+ *       NUMACOLL_ERR_TRUNCATE. k is not told.
  * Small call:
  *   3s. readers: wait until seq == r in every member's slot (acquire), check
- *       the headers, combine the p slots into recvbuf (order below); others,
- *       and every member whose count is 0 (nothing to combine), read nothing;
+ *       the headers, combine the p slots into recvbuf (order below); others
+ *       read nothing;
  *   6.  out = r (release).
  * Line calls: a small call whose contribution fits the data of a part (P -
  *   8 bytes: 24 at p = 2, 8 at p = 3 and 4) in elements of 8 bytes at most.
@@ -148,8 +157,11 @@
  *       fwd[c] >= r (acquire), nothing when c is i (5f copied it);
  *   6.  out = r (release).
  * Nothing is ever reset: seq, done, part, fwd and out only move forward,
- * compared with wrap-safe differences. A member can be at most S - 1 rounds
- * ahead of the slowest (step 1), so seq == r cannot be overtaken before every
+ * compared with wrap-safe differences (seq and a word's seq for equality;
+ * after 2^30 rounds without a post, refresh_flags() moves them to a round
+ * nobody waits for). A member's calls of count 0 run at most
+ * RED_ZERO_AHEAD rounds ahead (Z). A member can post at most S - 1 rounds
+ * ahead of the slowest's out (step 1), so seq == r cannot be overtaken before every
  * member's step 6 of round r, and done[k] >= r (part[k], fwd[k] >= r) always
  * refers to round r's slot use. Slot regions are never read and written at
  * once in one round: a worker's partial of slice k goes where it copied no
@@ -216,17 +228,20 @@
  * X8) / X7, X8 and step 1 (and through the slots: seq (2) / 3, and 1
  * through all_posted(); a word's seq (2l) / 3l, and 1 through
  * all_posted(); part (4a) / 4b; done (4, 4b) / 5 and 5f; fwd (5f) /
- * 5; out (6) / 1). The order of the result is the documented one
- * (the same folds over the same chunks), so a call gives the same bits by
- * CMA or through the slots.
+ * 5; out (6, Z) / 1, Z and the check for count 0 in 3, 3l and X2). The
+ * order of the result is the documented one (the same folds over the same
+ * chunks), so a call gives the same bits by CMA or through the slots.
  *
  * Mismatches (counts, types, ops, roots) are found in the call's first round
  * by every member that reads the headers there: every member of a large call,
- * the readers of a small one with a count above 0 (a call of count 0 costs a
- * member one store of its header, as the MPI libraries' do nothing). Both paths take that round and post in it, so a
- * member that would take the other path still meets the others there; after
- * it every member leaves the call at the same round, and the team stays
- * usable.
+ * the readers of a small one with a count above 0. Both paths take that
+ * round and post in it, so a member that would take the other path still
+ * meets the others there; after it every member leaves the call at the same
+ * round, and the team stays usable. A member of count 0 takes the round and
+ * posts nothing (Z: one store of its out, where the MPI libraries do
+ * nothing; it used to post its header and word, 3x the time in a loop of
+ * such calls); the others find that in their slow wait, and it is not
+ * told.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -253,6 +268,10 @@
 #define RED_CMA_PAGE ((size_t)4096)          /* see cma_at() */
 #define RED_CMA_CHUNK_MIN ((size_t)16 << 10)
 #define RED_CMA_CHUNK_MAX ((size_t)1 << 20)
+/* Z: a member's calls of count 0 run at most this many rounds ahead of the
+ * slowest member's out (keeps every wrap-safe comparison well inside 2^31) */
+#define RED_ZERO_AHEAD (1u << 20)
+#define RED_ZERO 1 /* wait_posted(): the member passed a count of 0 (Z) */
 
 typedef struct red_slot {
     _Atomic uint32_t seq; /* the round whose data is here, published last */
@@ -299,7 +318,8 @@ typedef struct red_state {
     char *lines;        /* the call lines (member 0's control page; "Line calls"), or NULL */
     size_t lpart;       /* bytes of a member's part of a call line: its word, then data */
     uint32_t *line_pub; /* [s]: the last round I posted my word of slot s's call line in */
-    uint32_t line_scan; /* the last round refresh_flags() looked at line_pub */
+    uint32_t slot_scan; /* the last round refresh_flags() looked at my slots' seqs and
+                           line_pub */
     uint32_t done_pub, part_pub, fwd_pub; /* the last done / part / fwd stored (stale-flag
                                              refresh) */
     int fout;           /* 5f: my domain gets the allreduce's results forwarded; -1: not
@@ -519,7 +539,7 @@ int nc_reduce_init(struct numacoll_team *t)
     for (int k = 0; k < st->S; k++)
         atomic_store_explicit(&((red_slot_t *)(st->slots[t->rank] + (size_t)k * st->stride))->seq,
                               before, memory_order_relaxed);
-    st->outs_low = before;
+    st->outs_low = st->slot_scan = before;
     atomic_store_explicit(&mine->fwd, before, memory_order_relaxed);
     /* The call lines: member 0 owns the page (its first touch placed it), so
      * it writes every member's words ("round seq0 - 1 is over") before
@@ -531,7 +551,6 @@ int nc_reduce_init(struct numacoll_team *t)
             return NUMACOLL_ERR_NOMEM;
         for (int sl = 0; sl < st->S; sl++)
             st->line_pub[sl] = before;
-        st->line_scan = before;
         for (unsigned sl = 0; t->rank == 0 && sl < (unsigned)st->S; sl++)
             for (int k = 0; k < p; k++) {
                 word_at(st, sl, k)->sig = 0;
@@ -545,17 +564,17 @@ int nc_reduce_init(struct numacoll_team *t)
 
 /* ---- waiting ------------------------------------------------------------------------ */
 
-/* Step 1. */
-static int wait_slot_free(numacoll_team_t *t, red_state_t *st, uint32_t r)
+/* Until every other member's out >= need (wrap-safe; the last value read
+ * is cached in st->outs_low). */
+static int wait_outs(numacoll_team_t *t, red_state_t *st, uint32_t need)
 {
-    const uint32_t need = r - (uint32_t)st->S;
     nc_backoff_t b;
     int rc;
     if ((int32_t)(st->outs_low - need) >= 0)
         return 0;
     nc_backoff_init(&b, &t->wait);
     for (;;) {
-        uint32_t low = r - 1u;
+        uint32_t low = t->reduce_round - 1u;
         for (int k = 0; k < t->p; k++) {
             if (k == t->rank)
                 continue;
@@ -573,6 +592,12 @@ static int wait_slot_free(numacoll_team_t *t, red_state_t *st, uint32_t r)
     }
 }
 
+/* Step 1. */
+static inline int wait_slot_free(numacoll_team_t *t, red_state_t *st, uint32_t r)
+{
+    return wait_outs(t, st, r - (uint32_t)st->S);
+}
+
 /* After seq == r was seen (acquire) in every member's slot (or its word of
  * a call line, step 3l): each of them
  * posted round r after its step 6 of round r - 1, so every out >= r - 1
@@ -584,8 +609,11 @@ static inline void all_posted(red_state_t *st, uint32_t r)
 }
 
 /* Step 3: member k's slot of round r is written (seq: its slot's, or its
- * word's in the call line, step 3l). */
-static int wait_posted(numacoll_team_t *t, _Atomic uint32_t *seq, uint32_t r)
+ * word's in the call line, step 3l). RED_ZERO when k passed a count of 0
+ * in round r (Z: its out reached r, it posted nothing), looked at once the
+ * wait has gone slow only. */
+static int wait_posted(numacoll_team_t *t, red_state_t *st, _Atomic uint32_t *seq, int k,
+                       uint32_t r)
 {
     nc_backoff_t b;
     int rc;
@@ -593,10 +621,30 @@ static int wait_posted(numacoll_team_t *t, _Atomic uint32_t *seq, uint32_t r)
     /* acquire: pairs with the release of seq in step 2 (2l: in
      * line_post()): the header and the data of the slot (the word's sig and
      * data) are visible. */
-    while (atomic_load_explicit(seq, memory_order_acquire) != r)
+    while (atomic_load_explicit(seq, memory_order_acquire) != r) {
+        if (b.spins >= b.w->spin_limit) {
+            /* acquire: pairs with k's release of out in step 6 (Z): a
+             * post of round r, which comes before it, is visible now. Out
+             * 2^30 ahead is an abandoned team (nc_reduce_abandon()), for
+             * nc_backoff() to report. */
+            const uint32_t d =
+                atomic_load_explicit(&st->ctl[k]->out, memory_order_acquire) - r;
+            if (d < (1u << 29) && atomic_load_explicit(seq, memory_order_acquire) != r)
+                return RED_ZERO;
+        }
         if ((rc = nc_backoff(&b)) < 0)
             return rc;
+    }
     return 0;
+}
+
+/* A member whose wait for member k's post of round r found RED_ZERO. */
+static int zero_mismatch(const numacoll_team_t *t, int k, uint64_t bytes, int root)
+{
+    nc_log_error("%s: member %d passed %llu bytes, member %d passed a count of 0 (a call of "
+                 "count 0 returns at once and is not told)",
+                 root < 0 ? "allreduce" : "reduce", t->rank, (unsigned long long)bytes, k);
+    return NUMACOLL_ERR_TRUNCATE;
 }
 
 /* Until member k's control word `flag` reached round r (wrap-safe): done
@@ -981,9 +1029,14 @@ static int red_cma(numacoll_team_t *t, red_state_t *st, const char *in, char *ou
     if (st->lines) /* 2l: a line call of another member meets mine here */
         line_post(st, me, r, line_sig(op->code, root, bytes, es), NULL, 0);
     /* X2. */
-    for (int k = 0; k < p; k++)
-        if (k != me && (rc2 = wait_posted(t, &slot_of(st, k)->seq, r)))
+    for (int k = 0; k < p; k++) {
+        if (k == me || !(rc2 = wait_posted(t, st, &slot_of(st, k)->seq, k, r)))
+            continue;
+        if (rc2 != RED_ZERO)
             return cma_fail(t, st, r, rc2);
+        finish_round(st, me, r); /* X6: nobody copies (k posted no address) */
+        return zero_mismatch(t, k, bytes, root);
+    }
     all_posted(st, r);
     if ((rc = check_headers(t, st, bytes, op->code | RED_CMA_BIT, (uint32_t)es, root))) {
         finish_round(st, me, r); /* X6: nobody copies */
@@ -1044,6 +1097,17 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
     int rc = 0, rc2;
     if (st->F < es)
         return NUMACOLL_ERR_NOTSUP; /* an element larger than a slot: same on every member */
+    if (!bytes) {
+        /* Z. */
+        const uint32_t r = t->reduce_round++;
+        next_slot(st);
+        if ((uint32_t)(r - st->outs_low) > RED_ZERO_AHEAD &&
+            (rc2 = wait_outs(t, st, r - RED_ZERO_AHEAD / 2)))
+            return nc_team_fail(t, rc2);
+        finish_round(st, me, r); /* 6. */
+        refresh_flags(t, st);
+        return 0;
+    }
     const int small = bytes <= st->small_max;
     if (!small && t->cma && bytes >= t->reduce_cma_min[root < 0] && st->cbuf && es <= st->cchunk) {
         rc = red_cma(t, st, in, out, count, op, root, two);
@@ -1088,9 +1152,16 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
         }
         if (lined) {
             /* 3l. */
-            for (int k = 0; k < p; k++)
-                if (k != me && (rc2 = wait_posted(t, &word_at(st, st->slot, k)->seq, r)))
-                    return nc_team_fail(t, rc2);
+            for (int k = 0; k < p && !rc; k++)
+                if (k != me && (rc2 = wait_posted(t, st, &word_at(st, st->slot, k)->seq, k, r))) {
+                    if (rc2 != RED_ZERO)
+                        return nc_team_fail(t, rc2);
+                    rc = zero_mismatch(t, k, bytes, root);
+                }
+            if (rc) {
+                finish_round(st, me, r); /* 6. */
+                break;
+            }
             all_posted(st, r);
             for (int k = 0; k < p; k++) {
                 const red_word_t *w = word_at(st, st->slot, k);
@@ -1111,10 +1182,17 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
          * it only the ones step 4 reads: two-level, my domain's; whole
          * rounds: the root the other's, the other none. */
         const int nwait = first ? p : whole ? (me == root ? p : 0) : nd;
-        for (int j = 0; j < nwait; j++) {
+        for (int j = 0; j < nwait && !rc; j++) {
             const int k = first || !two ? j : st->dmem[da + j];
-            if (k != me && (rc2 = wait_posted(t, &slot_of(st, k)->seq, r)))
-                return nc_team_fail(t, rc2);
+            if (k != me && (rc2 = wait_posted(t, st, &slot_of(st, k)->seq, k, r))) {
+                if (rc2 != RED_ZERO)
+                    return nc_team_fail(t, rc2);
+                rc = zero_mismatch(t, k, bytes, root); /* a first round: k posted no other */
+            }
+        }
+        if (rc) {
+            finish_round(st, me, r); /* 6. */
+            break;
         }
         if (nwait == p)
             all_posted(st, r);
@@ -1266,17 +1344,25 @@ static void refresh_flags(numacoll_team_t *t, red_state_t *st)
         atomic_store_explicit(&st->ctl[me]->fwd, last, memory_order_relaxed);
         st->fwd_pub = last;
     }
-    /* my word of a slot's call line moves in the first rounds of calls
-     * that start in that slot only: after 2^30 rounds without one nobody
-     * waits for it (such a round would have posted it), and the rounds to
-     * come are all after last */
-    if (st->lines && last - st->line_scan > (1u << 28)) {
-        st->line_scan = last;
-        for (unsigned sl = 0; sl < (unsigned)st->S; sl++)
-            if (last - st->line_pub[sl] > (1u << 30)) {
-                atomic_store_explicit(&word_at(st, sl, me)->seq, last, memory_order_relaxed);
-                st->line_pub[sl] = last;
+    /* My slots' seqs move only in rounds of a count above 0 (not in Z),
+     * my words of a slot's call line in the first rounds of calls that
+     * start in that slot only: after 2^30 rounds without one, nobody waits
+     * for it (such a round would have posted it), so bring it to a round
+     * 2^29 back, one no member waits for (every member's rounds are within
+     * RED_ZERO_AHEAD of mine) and none equals for 2^32 - 2^29 rounds; a
+     * seq is compared for equality only. */
+    if (last - st->slot_scan > (1u << 28)) {
+        st->slot_scan = last;
+        const uint32_t old = last - (1u << 29);
+        for (unsigned sl = 0; sl < (unsigned)st->S; sl++) {
+            red_slot_t *mine = (red_slot_t *)(st->slots[me] + (size_t)sl * st->stride);
+            if (last - atomic_load_explicit(&mine->seq, memory_order_relaxed) > (1u << 30))
+                atomic_store_explicit(&mine->seq, old, memory_order_relaxed);
+            if (st->lines && last - st->line_pub[sl] > (1u << 30)) {
+                atomic_store_explicit(&word_at(st, sl, me)->seq, old, memory_order_relaxed);
+                st->line_pub[sl] = old;
             }
+        }
     }
 }
 

@@ -40,9 +40,10 @@
  *  8. communicators: world, a dup, even/odd halves, reversed rank order,
  *     MPI_COMM_SELF (NUMACOLL_TEST_VIRTUAL_NODES, set by the test rows, makes
  *     the same program take the hierarchical path);
- *  9. mode mismatch: rank 1 passes another count to MPI_Allreduce (errors
- *     return): no hang; with numacoll, an error of class MPI_ERR_TRUNCATE or
- *     MPI_ERR_ARG on every rank, and the communicator still works.
+ *  9. mode mismatch: rank 1 passes another count (also 0) to MPI_Allreduce and
+ *     MPI_Reduce (errors return): no hang; with numacoll, an error of class
+ *     MPI_ERR_TRUNCATE or MPI_ERR_ARG on every reader but a rank that passed
+ *     count 0 (which returns MPI_SUCCESS), and the communicator still works.
  * Known bugs of the MPI library (wrong MIN/MAX kernels, MPICH's in-place
  * reduce crash) are probed or recognized at start and kept out of its way;
  * rank 0 notes them, and the types numacoll hands to the library.
@@ -1306,8 +1307,9 @@ static void on_alarm(int sig)
 }
 
 /* Every rank's error class for the call, printed by rank 0; with numacoll each
- * must be MPI_ERR_TRUNCATE or MPI_ERR_ARG (only the root's in a reduce). */
-static void mismatch_report(MPI_Comm comm, const char *what, int rc, int root)
+ * must be MPI_ERR_TRUNCATE or MPI_ERR_ARG (only the root's in a reduce), but
+ * rank `zero`'s (it passed count 0: it returns at once, untold) MPI_SUCCESS. */
+static void mismatch_report(MPI_Comm comm, const char *what, int rc, int root, int zero)
 {
     int cls = MPI_SUCCESS, size, rank;
     MPI_Comm_size(comm, &size);
@@ -1327,8 +1329,10 @@ static void mismatch_report(MPI_Comm comm, const char *what, int rc, int root)
         fflush(stdout);
     }
     free(all);
-    if (mismatch_nc && (root < 0 || rank == root) && cls != MPI_ERR_TRUNCATE &&
-        cls != MPI_ERR_ARG)
+    if (mismatch_nc && rank == zero && cls != MPI_SUCCESS)
+        fail("%s: rank %d (count 0) got error class %d, expected MPI_SUCCESS", what, rank, cls);
+    else if (mismatch_nc && rank != zero && (root < 0 || rank == root) &&
+             cls != MPI_ERR_TRUNCATE && cls != MPI_ERR_ARG)
         fail("%s: rank %d got error class %d, expected MPI_ERR_TRUNCATE (%d) or MPI_ERR_ARG (%d)",
              what, rank, cls, MPI_ERR_TRUNCATE, MPI_ERR_ARG);
 }
@@ -1360,13 +1364,18 @@ static void mismatch(void)
     /* 2. rank 1 passes a larger count (Open MPI and MPICH return on this at
      * p = 3 without numacoll; a smaller one makes Open MPI hang) */
     rc = MPI_Allreduce(in, out, wrank == 1 ? 200 : 100, MPI_INT, MPI_SUM, comm);
-    mismatch_report(comm, "MPI_Allreduce, rank 1 count 200, others 100", rc, -1);
+    mismatch_report(comm, "MPI_Allreduce, rank 1 count 200, others 100", rc, -1, -1);
     if (mismatch_nc) {
         /* 3. a smaller count, then in MPI_Reduce, then the communicator works */
         rc = MPI_Allreduce(in, out, wrank == 1 ? 50 : 100, MPI_INT, MPI_SUM, comm);
-        mismatch_report(comm, "MPI_Allreduce, rank 1 count 50, others 100", rc, -1);
+        mismatch_report(comm, "MPI_Allreduce, rank 1 count 50, others 100", rc, -1, -1);
         rc = MPI_Reduce(in, out, wrank == 1 ? 50 : 100, MPI_INT, MPI_SUM, 0, comm);
-        mismatch_report(comm, "MPI_Reduce root 0, rank 1 count 50, others 100", rc, 0);
+        mismatch_report(comm, "MPI_Reduce root 0, rank 1 count 50, others 100", rc, 0, -1);
+        /* count 0 at one rank: the others find it in their slow wait */
+        rc = MPI_Allreduce(in, out, wrank == 1 ? 0 : 100, MPI_INT, MPI_SUM, comm);
+        mismatch_report(comm, "MPI_Allreduce, rank 1 count 0, others 100", rc, -1, 1);
+        rc = MPI_Reduce(in, out, wrank == 1 ? 0 : 3, MPI_INT, MPI_SUM, 0, comm);
+        mismatch_report(comm, "MPI_Reduce root 0, rank 1 count 0, others 3", rc, 0, 1);
         memset(out, 0, sizeof out);
         rc = MPI_Allreduce(in, out, 100, MPI_INT, MPI_SUM, comm);
         if (rc != MPI_SUCCESS || out[99] != wsize * (wsize - 1) / 2 + 99 * wsize)

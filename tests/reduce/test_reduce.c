@@ -744,7 +744,7 @@ static int run_call(numacoll_team_t *tm, int rank, int p, const call_t *c, bufs_
         /* coll/nc_reduce.c "Line calls": p <= 4, elements of up to 8 bytes, at most
          * 64 / p rounded down to 8, less the 8-byte word */
         const size_t part = p <= 4 ? (size_t)(64 / p) / 8 * 8 : 0;
-        const int want = g_expect_lines && p > 1 && p <= 4 && es <= 8 && n + 8 <= part &&
+        const int want = g_expect_lines && p > 1 && p <= 4 && es <= 8 && n && n + 8 <= part &&
                          n <= g_small_max;
         CHECK((tm->reduce_lines > lines0) == want, "%s: %s by a call line", what,
               want ? "not" : "went");
@@ -1095,27 +1095,34 @@ typedef struct mcase {
     long dn;                 /* who's count = n + dn */
     int root1;               /* reduce only: who names root root1 instead (-2: no) */
     int expect;
+    int zero;                /* 1: who passes a count of 0; 2: everyone else does */
 } mcase_t;
 
 static const mcase_t mcases[] = {
     {"count +3", 1, NUMACOLL_INT32, NUMACOLL_INT32, NUMACOLL_SUM, NUMACOLL_SUM, 3, -2,
-     NUMACOLL_ERR_TRUNCATE},
+     NUMACOLL_ERR_TRUNCATE, 0},
     {"count -3", 1, NUMACOLL_INT32, NUMACOLL_INT32, NUMACOLL_SUM, NUMACOLL_SUM, -3, -2,
-     NUMACOLL_ERR_TRUNCATE},
+     NUMACOLL_ERR_TRUNCATE, 0},
     /* a small call (a line call at 4 and 6 elements) against a large one */
     {"count +60000", 1, NUMACOLL_INT32, NUMACOLL_INT32, NUMACOLL_SUM, NUMACOLL_SUM, 60000, -2,
-     NUMACOLL_ERR_TRUNCATE},
+     NUMACOLL_ERR_TRUNCATE, 0},
     {"type FLOAT vs INT32 (same size)", 1, NUMACOLL_INT32, NUMACOLL_FLOAT, NUMACOLL_SUM,
-     NUMACOLL_SUM, 0, -2, NUMACOLL_ERR_MISMATCH},
+     NUMACOLL_SUM, 0, -2, NUMACOLL_ERR_MISMATCH, 0},
     {"type INT64 vs INT32", 1, NUMACOLL_INT32, NUMACOLL_INT64, NUMACOLL_SUM, NUMACOLL_SUM, 0, -2,
-     NUMACOLL_ERR_MISMATCH},
+     NUMACOLL_ERR_MISMATCH, 0},
     {"op MAX vs SUM", 1, NUMACOLL_INT32, NUMACOLL_INT32, NUMACOLL_SUM, NUMACOLL_MAX, 0, -2,
-     NUMACOLL_ERR_MISMATCH},
+     NUMACOLL_ERR_MISMATCH, 0},
     {"op MIN vs SUM at rank 0", 0, NUMACOLL_DOUBLE, NUMACOLL_DOUBLE, NUMACOLL_SUM, NUMACOLL_MIN, 0,
-     -2, NUMACOLL_ERR_MISMATCH},
+     -2, NUMACOLL_ERR_MISMATCH, 0},
     /* not in the header's list, but the code returns NUMACOLL_ERR_ROOT as bcast does */
     {"root: member 1 names root 1", 1, NUMACOLL_INT32, NUMACOLL_INT32, NUMACOLL_SUM,
-     NUMACOLL_SUM, 0, 1, NUMACOLL_ERR_ROOT},
+     NUMACOLL_SUM, 0, 1, NUMACOLL_ERR_ROOT, 0},
+    /* a member of count 0 posts nothing (coll/nc_reduce.c, step Z) and is not
+     * told; every other reader finds it once its wait has gone slow */
+    {"count 0 at member 1", 1, NUMACOLL_INT32, NUMACOLL_INT32, NUMACOLL_SUM, NUMACOLL_SUM, 0, -2,
+     NUMACOLL_ERR_TRUNCATE, 1},
+    {"count 0 but at member 0", 0, NUMACOLL_DOUBLE, NUMACOLL_DOUBLE, NUMACOLL_SUM, NUMACOLL_SUM,
+     0, -2, NUMACOLL_ERR_TRUNCATE, 2},
 };
 
 static int body_mismatch(int rank, int p, const char *name, void *arg)
@@ -1143,7 +1150,11 @@ static int body_mismatch(int rank, int p, const char *name, void *arg)
                 int me = rank == m->who;
                 int t = me ? m->t1 : m->t, op = me ? m->op1 : m->op;
                 int myroot = me && m->root1 >= 0 ? m->root1 : root;
-                size_t n = me ? (size_t)((long)ns[ni] + m->dn) : ns[ni], bytes = n * T[t].size;
+                size_t n = me ? (size_t)((long)ns[ni] + m->dn) : ns[ni];
+                const int zero = (m->zero == 1 && me) || (m->zero == 2 && !me);
+                if (zero)
+                    n = 0;
+                const size_t bytes = n * T[t].size;
                 for (size_t k = 0; k < n; k++)
                     gen_elem(t, op, 99, rank, k, b.s + k * T[t].size);
                 memset(b.r, CANARY, bytes);
@@ -1157,7 +1168,10 @@ static int body_mismatch(int rank, int p, const char *name, void *arg)
                 snprintf(what, sizeof what, "%s, %s, n=%zu, p=%d, rank %d", m->what,
                          root < 0 ? "allreduce" : root ? "reduce root p-1" : "reduce root 0",
                          ns[ni], p, rank);
-                if (root < 0 || root == rank)
+                if (zero)
+                    CHECK(rc == 0, "%s (count 0): returned %d (%s)", what, rc,
+                          numacoll_strerror(rc));
+                else if (root < 0 || root == rank)
                     CHECK(rc == m->expect, "%s: returned %d (%s), expected %d (%s)", what, rc,
                           numacoll_strerror(rc), m->expect, numacoll_strerror(m->expect));
                 else
@@ -1175,6 +1189,26 @@ static int body_mismatch(int rank, int p, const char *name, void *arg)
                     return 1;
                 }
             }
+    /* Calls of count 0 run at most 2^20 rounds ahead of the slowest member
+     * (RED_ZERO_AHEAD): 2^21 of them while member p - 1 starts 1 s late take
+     * the others about as long; then every member checks a call. */
+    CHECK(numacoll_barrier(tm) == 0, "barrier before the calls of count 0");
+    if (rank == p - 1)
+        usleep(1000000);
+    const double z0 = now_s();
+    for (int i = 0; i < (1 << 21) + 5; i++) {
+        int rc = i & 1 ? numacoll_allreduce(tm, NULL, NULL, 0, NUMACOLL_INT32, NUMACOLL_SUM)
+                       : numacoll_reduce(tm, NULL, NULL, 0, NUMACOLL_DOUBLE, NUMACOLL_MAX, i % p);
+        CHECK(rc == 0, "call %d of count 0, p=%d, rank %d: returned %d (%s)", i, p, rank, rc,
+              numacoll_strerror(rc));
+    }
+    if (rank == 0)
+        CHECK(now_s() - z0 > 0.5, "p=%d: 2^21 calls of count 0 took %.3f s while member %d "
+              "slept 1 s: they ran more than 2^20 rounds ahead", p, now_s() - z0, p - 1);
+    call++;
+    call_t zc = {NUMACOLL_DOUBLE, NUMACOLL_SUM, 5, -1, 0, 0, mix64(call)};
+    if (run_call(tm, rank, p, &zc, &b))
+        return 1;
     CHECK(numacoll_barrier(tm) == 0, "barrier at the end");
     call_t c = {NUMACOLL_INT64, NUMACOLL_SUM, 150000, p - 1, 0, 1, 77};
     if (run_call(tm, rank, p, &c, &b))
