@@ -513,6 +513,15 @@ static int reduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
         PMPI_Comm_call_errhandler(comm, MPI_ERR_BUFFER); /* MPI_IN_PLACE only at the root */
         return MPI_ERR_BUFFER;
     }
+    if (c->nnodes == 1 && c->team && (q.named || q.in_place_layout) &&
+        (!bytes || ((in_place || sendbuf != MPI_BOTTOM) && (!reader || recvbuf != MPI_BOTTOM)))) {
+        /* One node, the user's buffers as they are (what 2 gives them): 3 */
+        const void *in = in_place ? recvbuf : sendbuf;
+        void *out = reader ? recvbuf : NULL;
+        const int rc = node_reduce(c, &q, in == out ? NUMACOLL_IN_PLACE : in, out,
+                                   all ? -1 : c->lrank_of[root]);
+        return rc ? nc_mpi_error(comm, rc, name) : MPI_SUCCESS;
+    }
     MPI_Datatype sshift = MPI_DATATYPE_NULL, rshift = MPI_DATATYPE_NULL, sdt = dt, rdt = dt;
     void *sbuf = (void *)sendbuf, *rbuf = recvbuf;
     if (sbuf == MPI_BOTTOM && bytes && !in_place && !q.in_place_layout)
