@@ -44,7 +44,7 @@
  * Rounds. Every call takes one or more rounds; the round counter
  * (t->reduce_round) is the same on every member and round r uses slot r % S
  * of every member. A call of n bytes is small when n <= min(REDUCE_SMALL_MAX,
- * F) (one round, n = 0 included), large otherwise: rounds of C = whole
+ * F) (one round; n = 0 takes one round too, step Z), large otherwise: rounds of C = whole
  * elements of at most F bytes (a reduce between two members on one NUMA
  * node that do not share a cache, agreed by all: at most n / 4 rounded down
  * to whole KiB, if that is 1 KiB or more, so that it takes 4 rounds or
@@ -114,7 +114,8 @@
  *       slots as in step 3 (its member wrote its header before its word) and
  *       return the error; else combine the p words' data into recvbuf
  *       (order below); then 6.
- *   Every call posts its word in its first round (2l, X1), so a member of
+ *   Every call of a count above 0 posts its word in its first round (2l,
+ *   X1; a call of count 0 posts nothing, Z), so a member of
  *   a line call and one of any other call meet in the same round: the line
  *   member sees a word that is not its own, the other member a header that
  *   differs from its own (step 3). A word moves only in first rounds: after
@@ -157,9 +158,9 @@
  *       fwd[c] >= r (acquire), nothing when c is i (5f copied it);
  *   6.  out = r (release).
  * Nothing is ever reset: seq, done, part, fwd and out only move forward,
- * compared with wrap-safe differences (seq and a word's seq for equality;
+ * compared with wrap-safe differences (seq and a word's seq for equality:
  * after 2^30 rounds without a post, refresh_flags() moves them to a round
- * nobody waits for). A member's calls of count 0 run at most
+ * nobody waits for; done, part and fwd to the last round). A member's calls of count 0 run at most
  * RED_ZERO_AHEAD rounds ahead (Z). A member can post at most S - 1 rounds
  * ahead of the slowest's out (step 1), so seq == r cannot be overtaken before every
  * member's step 6 of round r, and done[k] >= r (part[k], fwd[k] >= r) always
@@ -233,15 +234,20 @@
  * chunks), so a call gives the same bits by CMA or through the slots.
  *
  * Mismatches (counts, types, ops, roots) are found in the call's first round
- * by every member that reads the headers there: every member of a large call,
- * the readers of a small one with a count above 0. Both paths take that
+ * by every member that reads the headers there (a count of 0: its out, Z):
+ * every member of a large call, the readers of a small one with a count above
+ * 0. Both paths take that
  * round and post in it, so a member that would take the other path still
  * meets the others there; after it every member leaves the call at the same
  * round, and the team stays usable. A member of count 0 takes the round and
  * posts nothing (Z: one store of its out, where the MPI libraries do
  * nothing; it used to post its header and word, 3x the time in a loop of
  * such calls); the others find that in their slow wait, and it is not
- * told.
+ * told. It reads no outs either for up to RED_ZERO_AHEAD rounds, so a dead
+ * or broken peer is reported to a member calling with count 0 only then (or
+ * in its next call of a count above 0). A waiter that finds a member's out
+ * 2^30 ahead without its post (nc_reduce_abandon(): that member left the team
+ * after a failure of its own) returns NUMACOLL_ERR_BROKEN: it would never post.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -416,8 +422,8 @@ static inline red_word_t *word_at(const red_state_t *st, unsigned slot, int k)
 /* What a member's word says of its call: exact for the calls a line takes
  * (bytes and element size exact up to 30, root < 8; a line call has at most
  * 24 bytes in elements of at most 8), so two words differ whenever
- * a line call and any other call differ (a count of 0 with elements above
- * 30 bytes aside: nothing is combined then). */
+ * a line call and any other call of a count above 0 differ (a call of count 0
+ * posts no word, Z). */
 static uint32_t line_sig(uint32_t code, int root, uint64_t bytes, size_t es)
 {
     const uint32_t b = bytes < 31 ? (uint32_t)bytes : 31u, e = es < 31 ? (uint32_t)es : 31u;
@@ -623,14 +629,14 @@ static int wait_posted(numacoll_team_t *t, red_state_t *st, _Atomic uint32_t *se
      * data) are visible. */
     while (atomic_load_explicit(seq, memory_order_acquire) != r) {
         if (b.spins >= b.w->spin_limit) {
-            /* acquire: pairs with k's release of out in step 6 (Z): a
-             * post of round r, which comes before it, is visible now. Out
-             * 2^30 ahead is an abandoned team (nc_reduce_abandon()), for
-             * nc_backoff() to report. */
+            /* acquire: pairs with k's release of out in step 6 (Z) and in
+             * nc_reduce_abandon(): a post of round r, which comes before
+             * it, is visible now. Out 2^30 ahead: k left the team
+             * (nc_reduce_abandon()) and posts no more. */
             const uint32_t d =
                 atomic_load_explicit(&st->ctl[k]->out, memory_order_acquire) - r;
-            if (d < (1u << 29) && atomic_load_explicit(seq, memory_order_acquire) != r)
-                return RED_ZERO;
+            if (d < (1u << 31) && atomic_load_explicit(seq, memory_order_acquire) != r)
+                return d < (1u << 29) ? RED_ZERO : NUMACOLL_ERR_BROKEN;
         }
         if ((rc = nc_backoff(&b)) < 0)
             return rc;
@@ -1146,7 +1152,7 @@ static int red_call(numacoll_team_t *t, const char *in, char *out, size_t count,
         if (first && st->lines)
             line_post(st, me, r, sig, in, lined ? bytes : 0);
         t->reduce_lines += (uint64_t)lined; /* a line call takes one round */
-        if (small && (!reader || !bytes)) {
+        if (small && !reader) {
             finish_round(st, me, r); /* 6. */
             break;
         }

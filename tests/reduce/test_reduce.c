@@ -1189,14 +1189,19 @@ static int body_mismatch(int rank, int p, const char *name, void *arg)
                     return 1;
                 }
             }
-    /* Calls of count 0 run at most 2^20 rounds ahead of the slowest member
-     * (RED_ZERO_AHEAD): 2^21 of them while member p - 1 starts 1 s late take
-     * the others about as long; then every member checks a call. */
+    /* Calls of count 0 post nothing and wait for nobody (step Z) but run at
+     * most 2^20 rounds ahead of the slowest member (RED_ZERO_AHEAD): while
+     * member p - 1 starts 1 s late, the others' first 100 return at once
+     * (a call that posted would wait after S - 1 of them), and 2^21 take
+     * them about as long as the sleep; then every member checks a call. */
     CHECK(numacoll_barrier(tm) == 0, "barrier before the calls of count 0");
     if (rank == p - 1)
         usleep(1000000);
     const double z0 = now_s();
     for (int i = 0; i < (1 << 21) + 5; i++) {
+        if (i == 100 && rank < p - 1)
+            CHECK(now_s() - z0 < 0.5, "p=%d, rank %d: 100 calls of count 0 took %.3f s while "
+                  "member %d slept 1 s: they waited for it", p, rank, now_s() - z0, p - 1);
         int rc = i & 1 ? numacoll_allreduce(tm, NULL, NULL, 0, NUMACOLL_INT32, NUMACOLL_SUM)
                        : numacoll_reduce(tm, NULL, NULL, 0, NUMACOLL_DOUBLE, NUMACOLL_MAX, i % p);
         CHECK(rc == 0, "call %d of count 0, p=%d, rank %d: returned %d (%s)", i, p, rank, rc,
