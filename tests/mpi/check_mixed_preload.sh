@@ -2,7 +2,7 @@
 # numacoll preloaded into one program of an MPMD launch only: the rank that runs
 # it waits in MPI_Init for the others' start-up exchange, which they never
 # make. Pass when it says what it waits for and how to fix it (after 10 s;
-# the launcher is stopped after 25 s) instead of a silent hang or garbage, and
+# the launcher is stopped then, or at 25 s) instead of a silent hang or garbage, and
 # nothing of the job is left behind.
 #   check_mixed_preload.sh FLAVOR MPIEXEC "FLAGS" LIB EXE
 set -u
@@ -15,8 +15,23 @@ else
 fi
 shm_before=$(ls /dev/shm)
 echo "+ $mpiexec ${f[*]} -n 1 ${env1[*]} $exe : -n 1 $exe"
-out=$(timeout -k 5 -s TERM 25 "$mpiexec" "${f[@]}" -n 1 "${env1[@]}" "$exe" : -n 1 "$exe" 2>&1)
+log=$(mktemp)
+timeout -k 5 -s TERM 25 "$mpiexec" "${f[@]}" -n 1 "${env1[@]}" "$exe" : -n 1 "$exe" >"$log" 2>&1 &
+job=$! stopped=0
+# the report comes after 10 s: stop the launcher once it is there rather than
+# at the 25 s limit (timeout relays the TERM to it)
+while kill -0 $job 2>/dev/null; do
+    if grep -q "has waited [0-9]* s in MPI_Init" "$log"; then
+        sleep 0.5 # the rest of the report
+        kill -TERM $job 2>/dev/null && stopped=1
+        break
+    fi
+    sleep 0.1
+done
+wait $job
 rc=$?
+out=$(cat "$log")
+rm -f "$log"
 echo "$out" | head -20
 pat=$(printf '%s' "$exe" | sed 's/[][\.*^$+?(){}|]/\\&/g')
 for _ in $(seq 20); do # the launcher's ranks go within a few seconds of it
@@ -35,7 +50,8 @@ if [ -n "$left" ]; then
     echo "FAIL: processes of $exe left after the launcher stopped: $left"
     exit 1
 fi
-[ $rc = 124 ] || { echo "FAIL: the launcher ended with $rc, expected the 25 s limit"; exit 1; }
+[ $rc = 124 ] || [ $stopped = 1 ] ||
+    { echo "FAIL: the launcher ended with $rc before the report, expected it to wait"; exit 1; }
 grep -q "has waited [0-9]* s in MPI_Init for the other ranks' numacoll start-up" <<<"$out" ||
     { echo "FAIL: no report of the wait"; exit 1; }
 grep -q "every rank of the job must run numacoll" <<<"$out" || { echo "FAIL: no hint"; exit 1; }
