@@ -13,10 +13,10 @@
  *   test_reduce ops [PMIN PMAX]   every valid op x type, counts 0 1 7 100, allreduce and
  *                                 reduce at every root, in place (IN_PLACE / NULL) and not;
  *                                 invalid pairs return NUMACOLL_ERR_INVAL; p = 1..8
- *   test_reduce sizes [64m2]      double sum, int32 bxor (uint8 sum at the boundaries):
+ *   test_reduce sizes [64m2 [p4]] double sum, int32 bxor (uint8 sum at the boundaries):
  *                                 4 KiB, 64 KiB, 256 KiB -1/0/+1, 1 MiB + 3 elements, 3 MiB;
  *                                 64 MiB at p = 2 and 4 (64m2: at p = 2 only); every root
- *                                 at p = 3
+ *                                 at p = 3; p = 1 2 3 4 8 (p4: up to 4)
  *   test_reduce user              2x2 matrix product mod 2^32 (not commutative) and a
  *                                 12-byte sum (commutative), counts 0 1 5 65539 (1 MiB),
  *                                 p = 1..8; 1 Mi elements at p = 2 and 4
@@ -940,11 +940,11 @@ static int body_sizes(int rank, int p, const char *name, void *arg)
     return 0;
 }
 
-static int mode_sizes(int big)
+static int mode_sizes(int big, int pmax)
 {
     static const int ps[] = {1, 2, 3, 4, 8};
     int fails = 0;
-    for (size_t i = 0; i < ARRAY_SIZE(ps); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(ps) && ps[i] <= pmax; i++) {
         sizes_arg_t a = {ps[i] == 2 || (big && ps[i] == 4)};
         double t0 = now_s();
         int rc = nc_fork_run(ps[i], 150, body_sizes, &a, -1);
@@ -1784,7 +1784,8 @@ int main(int argc, char **argv)
         int pmin = npos > 1 ? atoi(pos[1]) : 1, pmax = npos > 2 ? atoi(pos[2]) : MAXP;
         fails = mode_ops(pmin < 1 ? 1 : pmin, pmax > MAXP ? MAXP : pmax);
     } else if (!strcmp(m, "sizes")) {
-        fails = mode_sizes(!(npos > 1 && !strcmp(pos[1], "64m2")));
+        fails = mode_sizes(!(npos > 1 && !strcmp(pos[1], "64m2")),
+                           npos > 2 && !strcmp(pos[2], "p4") ? 4 : MAXP);
     } else if (!strcmp(m, "user")) {
         fails = mode_user();
     } else if (!strcmp(m, "repro")) {
