@@ -228,6 +228,7 @@ typedef struct numacoll_team_info {
     int leader;             /* leaders[rank] */
     int nleaders;           /* number of distinct leaders (NUMA groups) */
     int oversubscribed;     /* more members than CPUs they may run on */
+    int ncpus;              /* CPUs the members may run on (the union of their masks) */
     void *seg_base;         /* where this member mapped the segment */
     size_t seg_bytes;       /* whole segment */
     size_t page;            /* page size used for the layout */

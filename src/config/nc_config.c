@@ -340,6 +340,38 @@ static void ensure_loaded_locked(void)
         load_locked();
 }
 
+static uint64_t said_elsewhere; /* under global_lock */
+
+static uint64_t problem_locked(void)
+{
+    if (!global_err && !global_warnmsg[0])
+        return 0;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a of both messages */
+    for (const char *c = global_err ? global_errmsg : ""; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;
+    for (const char *c = global_warnmsg; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    h >>= 2; /* fits a positive long long with room to negate */
+    return h ? h : 1;
+}
+
+uint64_t nc_config_problem(void)
+{
+    pthread_mutex_lock(&global_lock);
+    ensure_loaded_locked();
+    const uint64_t h = problem_locked();
+    pthread_mutex_unlock(&global_lock);
+    return h;
+}
+
+void nc_config_said_elsewhere(uint64_t h)
+{
+    pthread_mutex_lock(&global_lock);
+    said_elsewhere = h;
+    pthread_mutex_unlock(&global_lock);
+}
+
 int nc_config_snapshot(nc_config_t *out)
 {
     pthread_mutex_lock(&global_lock);
@@ -349,7 +381,10 @@ int nc_config_snapshot(nc_config_t *out)
     char msg[256], warn[sizeof global_warnmsg];
     snprintf(msg, sizeof msg, "%s", global_errmsg);
     snprintf(warn, sizeof warn, "%s", global_warnmsg);
+    const int quiet = said_elsewhere && said_elsewhere == problem_locked();
     pthread_mutex_unlock(&global_lock);
+    if (quiet)
+        return rc;
     if (warn[0])
         nc_log_warn_once("unknown-env",
                          "not numacoll tunables, ignored: %s (numacoll-info --params lists them)",

@@ -192,6 +192,12 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
     X(TEAM_CACHE, NC_PT_INT, "4", 0, 16, NULL, "teams",                                      \
       "Teams of freed communicators each process keeps for a later communicator of the same "   \
       "processes in the same order (no new segment); 0: every communicator makes its own.")     \
+    X(LEADER_WAIT, NC_PT_ENUM, "auto", 0, 0, "auto|block|poll", "",                           \
+      "Jobs on several nodes: how a node leader waits in its calls to the MPI library across "  \
+      "nodes: block (the MPI library's blocking collective), poll (its nonblocking form, "      \
+      "tested with a yield between tests, so an MPI library that spins in a blocking call "    \
+      "does not hold a CPU that other ranks of the node need), or auto (poll when a node of "   \
+      "the communicator has more ranks than CPUs). Poll wins when the ranks' settings differ.") \
     X(STATS, NC_PT_INT, "0", 0, 1, NULL, "bool",                                                \
       "1: at MPI_Finalize one line per node: calls and bytes handled by numacoll vs PMPI.")     \
     X(TEST_VIRTUAL_NODES, NC_PT_INT, "1", 1, 1024, NULL, "nodes",                               \
@@ -236,6 +242,7 @@ enum { NC_TRANSPORT_AUTO = 0, NC_TRANSPORT_SHM = 1, NC_TRANSPORT_CMA = 2 };
 enum { NC_SHM_NT_AUTO = 0, NC_SHM_NT_ON = 1, NC_SHM_NT_OFF = 2 };
 enum { NC_CACHE_PROBE_AUTO = 0, NC_CACHE_PROBE_ON = 1, NC_CACHE_PROBE_OFF = 2 };
 enum { NC_NUMA_FWD_AUTO = 0, NC_NUMA_FWD_ON = 1, NC_NUMA_FWD_OFF = 2 };
+enum { NC_LEADER_WAIT_AUTO = 0, NC_LEADER_WAIT_BLOCK = 1, NC_LEADER_WAIT_POLL = 2 };
 
 typedef struct nc_param_desc {
     const char *name; /* without the NUMACOLL_ prefix */
@@ -261,8 +268,16 @@ int nc_param_parse(int index, const char *text, nc_param_value_t *out, char *err
 /* Checks that involve more than one parameter (e.g. q divides s). */
 int nc_config_check(const nc_config_t *cfg, char *err, size_t errlen);
 
-/* The process-wide configuration: defaults, then the environment, then API calls. */
+/* The process-wide configuration: defaults, then the environment, then API
+ * calls. Says once per process what is wrong with it (a bad value: an error;
+ * NUMACOLL_ names that are no tunable: a warning), unless told it was said
+ * elsewhere (nc_config_said_elsewhere). */
 int nc_config_snapshot(nc_config_t *out);
+/* A hash of what nc_config_snapshot() would say now, 1 .. 2^62; 0: nothing. */
+uint64_t nc_config_problem(void);
+/* Problem h (a hash from nc_config_problem()) is said by another process of
+ * the job: nc_config_snapshot() keeps quiet about it (0: speak again). */
+void nc_config_said_elsewhere(uint64_t h);
 int nc_config_set(const char *name, const char *value, nc_param_source_t src);
 int nc_config_global_verbose(void);
 /* Forget API/tune-file settings and re-read the environment (tests). */

@@ -1066,6 +1066,7 @@ NUMACOLL_API int numacoll_team_info(const numacoll_team_t *t, numacoll_team_info
     info->leader = t->leaders[t->rank];
     info->nleaders = t->nleaders;
     info->oversubscribed = t->oversubscribed;
+    info->ncpus = t->ncpus;
     info->seg_base = t->seg.base;
     info->seg_bytes = l->total;
     info->page = l->page;

@@ -67,6 +67,8 @@ typedef struct nc_mpi_comm {
     MPI_Comm leaders;       /* local rank 0 of every node; MPI_COMM_NULL elsewhere and
                                when one node holds the whole communicator */
     int nnodes;
+    int leader_poll;        /* the calls of nc_mpi_leader.c wait by PMPI_Test with back-off
+                               (the same on every rank: step 5 of the set-up) */
     int *node_of;           /* node_of[r]: node index (= rank in leaders) of comm rank r */
     int *lrank_of;          /* lrank_of[r]: rank of r within its node */
     numacoll_team_t *team;  /* the node's team; NULL when the node has one rank */
@@ -102,6 +104,29 @@ int nc_mpi_solo(MPI_Comm comm, int coll);
 /* At MPI_Init: the job's ranks on each node share one shared-memory budget
  * counter (nc_shm.h); without it each process counts its own segments. */
 void nc_mpi_budget_init(void);
+
+/* The leaders' collectives on c->leaders and the sends between a leader and
+ * a root on c->node (nc_mpi_leader.c): the blocking PMPI call, or when
+ * c->leader_poll its nonblocking form, tested with back-off. Each returns
+ * the MPI library's error code. */
+int nc_leader_bcast(const nc_mpi_comm_t *c, void *buf, int n, MPI_Datatype t, int root);
+int nc_leader_barrier(const nc_mpi_comm_t *c);
+int nc_leader_allreduce(const nc_mpi_comm_t *c, const void *sb, void *rb, int n, MPI_Datatype t,
+                        MPI_Op op);
+int nc_leader_reduce(const nc_mpi_comm_t *c, const void *sb, void *rb, int n, MPI_Datatype t,
+                     MPI_Op op, int root);
+int nc_leader_gather(const nc_mpi_comm_t *c, const void *sb, int sn, MPI_Datatype st, void *rb,
+                     int rn, MPI_Datatype rt, int root);
+int nc_leader_gatherv(const nc_mpi_comm_t *c, const void *sb, int sn, MPI_Datatype st, void *rb,
+                      const int *rn, const int *rd, MPI_Datatype rt, int root);
+int nc_leader_scatterv(const nc_mpi_comm_t *c, const void *sb, const int *sn, const int *sd,
+                       MPI_Datatype st, void *rb, int rn, MPI_Datatype rt, int root);
+int nc_leader_allgatherv(const nc_mpi_comm_t *c, const void *sb, int sn, MPI_Datatype st,
+                         void *rb, const int *rn, const int *rd, MPI_Datatype rt);
+int nc_leader_alltoallv(const nc_mpi_comm_t *c, const void *sb, const int *sn, const int *sd,
+                        MPI_Datatype st, void *rb, const int *rn, const int *rd, MPI_Datatype rt);
+int nc_node_send(const nc_mpi_comm_t *c, const void *buf, int n, MPI_Datatype t, int dest);
+int nc_node_recv(const nc_mpi_comm_t *c, void *buf, int n, MPI_Datatype t, int src);
 
 /* Map a numacoll error to an MPI error class, calling comm's error handler. */
 int nc_mpi_error(MPI_Comm comm, int nc_err, const char *what);

@@ -31,7 +31,7 @@ int nc_mpi_barrier(nc_mpi_word_t comm_w)
     int rc = c->team ? numacoll_barrier(c->team) : 0;
     if (!rc && c->nnodes > 1) {
         if (c->leaders != MPI_COMM_NULL) {
-            PMPI_Barrier(c->leaders);
+            nc_leader_barrier(c);
             nc_mpi_count_leader(NC_MPI_BARRIER, 1);
         }
         if (c->team)

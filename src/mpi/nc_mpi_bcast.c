@@ -90,12 +90,12 @@ static int data_step(nc_mpi_comm_t *c, void *buf, int count, MPI_Datatype dt, si
     MPI_Datatype t;
     if (nc_dtype_contiguous(buf, count, dt, &start)) {
         nc_dtype_bytes(bytes, &n, &t);
-        PMPI_Bcast(start, n, t, root_node, c->leaders);
+        nc_leader_bcast(c, start, n, t, root_node);
         nc_dtype_bytes_free(&t);
         return 0;
     }
     if (bytes > INT_MAX) { /* MPI_Pack counts in int: let the library walk the type */
-        PMPI_Bcast(buf, count, dt, root_node, c->leaders);
+        nc_leader_bcast(c, buf, count, dt, root_node);
         return 0;
     }
     char *packed = malloc(bytes);
@@ -104,7 +104,7 @@ static int data_step(nc_mpi_comm_t *c, void *buf, int count, MPI_Datatype dt, si
     int pos = 0;
     if (me_root_node)
         PMPI_Pack(buf, count, dt, packed, (int)bytes, &pos, c->comm);
-    PMPI_Bcast(packed, (int)bytes, MPI_BYTE, root_node, c->leaders);
+    nc_leader_bcast(c, packed, (int)bytes, MPI_BYTE, root_node);
     if (!me_root_node) {
         pos = 0;
         PMPI_Unpack(packed, (int)bytes, &pos, buf, count, dt, c->comm);
@@ -131,7 +131,7 @@ static int inter(nc_mpi_comm_t *c, void *buf, int count, MPI_Datatype dt, size_t
             PMPI_Pack(buf, count, dt, pkt.data, (int)sizeof pkt.data, &pos, c->comm);
     }
     /* 2a. */
-    PMPI_Bcast(&pkt, (int)sizeof pkt, MPI_BYTE, root_node, c->leaders);
+    nc_leader_bcast(c, &pkt, (int)sizeof pkt, MPI_BYTE, root_node);
     const int inline_data = pkt.bytes <= NC_BCAST_INLINE;
     nc_mpi_count_leader(NC_MPI_BCAST, pkt.bad || inline_data ? 1 : 2);
     if (pkt.bad) {
@@ -164,7 +164,7 @@ static int inter(nc_mpi_comm_t *c, void *buf, int count, MPI_Datatype dt, size_t
         int n;
         MPI_Datatype t;
         nc_dtype_bytes(pkt.bytes, &n, &t);
-        PMPI_Bcast(*scratch, n, t, root_node, c->leaders);
+        nc_leader_bcast(c, *scratch, n, t, root_node);
         nc_dtype_bytes_free(&t);
     }
     unpack_into(c, *scratch, bytes < pkt.bytes ? bytes : pkt.bytes, buf, count, dt);

@@ -17,7 +17,8 @@
  *      communicator's team when its members all offer it (core/nc_team_cache.c),
  *      else a new one;
  *   5. one allreduce over comm: if any rank failed, every rank hands this
- *      communicator to PMPI for good.
+ *      communicator to PMPI for good; the leaders' way of waiting
+ *      (NUMACOLL_LEADER_WAIT, nc_mpi_leader.c) is agreed in the same call.
  * When the whole world is on one node and comm is of it, comm is the node:
  * steps 1-3 and 5 cost no collective (step 4's exchanges agree on failures),
  * so a communicator whose team is taken from the team cache costs one
@@ -133,7 +134,7 @@ static int node_allgather(void *ctx, const void *mine, void *all, size_t len)
 }
 
 static void setup_team(nc_mpi_comm_t *c, const nc_config_t *cfg, int lrank, int lsize,
-                       int have_all, int failed);
+                       int rsize, int have_all, int failed);
 
 /* Set at MPI_Init when every rank of MPI_COMM_WORLD is on this node. */
 static atomic_int world_one_node;
@@ -176,6 +177,7 @@ static void setup(nc_mpi_comm_t *c, const nc_config_t *cfg, int cfg_rc)
 {
     MPI_Comm comm = c->comm, node0;
     int lrank, lsize, failed = cfg_rc != 0;
+    int rsize = 0; /* the communicator's ranks on the real node (virtual nodes: several) */
 
     /* 1. the node, maybe cut into virtual nodes; none to make when the whole
      * world is on one node and comm is of the world: comm is the node */
@@ -191,6 +193,7 @@ static void setup(nc_mpi_comm_t *c, const nc_config_t *cfg, int cfg_rc)
     } else if (v > 1) {
         PMPI_Comm_rank(node0, &lrank);
         PMPI_Comm_size(node0, &lsize);
+        rsize = lsize;
         PMPI_Comm_split(node0, (int)((long)lrank * v / lsize), lrank, &c->node);
         PMPI_Comm_free(&node0);
     } else {
@@ -214,7 +217,7 @@ static void setup(nc_mpi_comm_t *c, const nc_config_t *cfg, int cfg_rc)
                 c->lrank_of[r] = r;
         else
             failed = 1; /* told to all in step 5; step 4 still meets the others */
-        setup_team(c, cfg, lrank, lsize, 1, failed);
+        setup_team(c, cfg, lrank, lsize, rsize, 1, failed);
         return;
     }
 
@@ -247,12 +250,12 @@ static void setup(nc_mpi_comm_t *c, const nc_config_t *cfg, int cfg_rc)
         failed = 1;
     }
     free(pairs);
-    setup_team(c, cfg, lrank, lsize, have_all, failed);
+    setup_team(c, cfg, lrank, lsize, rsize, have_all, failed);
 }
 
 /* Steps 4 and 5 of setup(). */
 static void setup_team(nc_mpi_comm_t *c, const nc_config_t *cfg, int lrank, int lsize,
-                       int have_all, int failed)
+                       int rsize, int have_all, int failed)
 {
     MPI_Comm comm = c->comm;
 
@@ -282,14 +285,18 @@ static void setup_team(nc_mpi_comm_t *c, const nc_config_t *cfg, int lrank, int 
      * MPI_COMM_NULL): then the team's exchanges were over all of comm, and
      * every failure but memory (above) is agreed there. The lone failure
      * that is not, the arrays of setup() on one rank, stops the job. */
-    int flags[2] = {failed, 0}, all[2];
+    const int64_t lw = NC_CFG_NUM(cfg, LEADER_WAIT);
+    int flags[3] = {failed, 0, lw == NC_LEADER_WAIT_POLL}, all[3];
     if (c->team) {
         numacoll_team_info_t in;
         numacoll_team_info(c->team, &in);
         flags[1] = in.placement;
+        /* virtual nodes share the real node's CPUs: count all of its ranks */
+        flags[2] |= lw == NC_LEADER_WAIT_AUTO && (in.oversubscribed || rsize > in.ncpus);
     }
     if (c->node != MPI_COMM_NULL) {
-        PMPI_Allreduce(flags, all, 2, MPI_INT, MPI_MAX, comm);
+        PMPI_Allreduce(flags, all, 3, MPI_INT, MPI_MAX, comm);
+        c->leader_poll = all[2]; /* the same on every rank: nc_mpi_leader.c */
     } else {
         if (failed && c->team) {
             nc_log_error("out of memory setting up a communicator");
@@ -320,9 +327,11 @@ static void setup_team(nc_mpi_comm_t *c, const nc_config_t *cfg, int lrank, int 
         numacoll_team_info_t in = {0};
         if (c->team)
             numacoll_team_info(c->team, &in);
-        nc_log_info(1, "comm size=%d nodes=%d local=%d tree=%s f=%s s=%zu%s q=%s layout=%s "
+        nc_log_info(1, "comm size=%d nodes=%d%s local=%d tree=%s f=%s s=%zu%s q=%s layout=%s "
                        "shm=%zu bytes placement=%s",
-                    c->size, c->nnodes, lsize, cfg->v[NC_P_BCAST_TREE].text,
+                    c->size, c->nnodes,
+                    c->nnodes == 1 ? "" : c->leader_poll ? " leaders=poll" : " leaders=block",
+                    lsize, cfg->v[NC_P_BCAST_TREE].text,
                     cfg->v[NC_P_BCAST_FRAG_SIZE].text,
                     c->team ? in.queue_len : (size_t)NC_CFG_NUM(cfg, BCAST_QUEUE_LEN),
                     c->team && (int64_t)in.queue_len != NC_CFG_NUM(cfg, BCAST_QUEUE_LEN)

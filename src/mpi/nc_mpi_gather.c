@@ -368,8 +368,7 @@ static int hier_allgather(nc_mpi_comm_t *c, int coll, const void *mine, size_t m
     rc = node_gather(c, &nd, mine, mybytes, sz + nd.first[n], all + ndsp[n]);
     /* 2. */
     if (leader) {
-        PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, ncnt, ndsp, MPI_BYTE,
-                        c->leaders);
+        nc_leader_allgatherv(c, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, all, ncnt, ndsp, MPI_BYTE);
         nc_mpi_count_leader(coll, 1);
     }
     /* 3. */
@@ -437,7 +436,7 @@ static int hier_gather(nc_mpi_comm_t *c, const xcall_t *x, const void *mine, siz
             if (!nts || !ncnt || !ndsp)
                 PMPI_Abort(x->comm, MPI_ERR_NO_MEM);
         }
-        PMPI_Gather(&nt, 1, MPI_UINT64_T, nts, 1, MPI_UINT64_T, root_node, c->leaders);
+        nc_leader_gather(c, &nt, 1, MPI_UINT64_T, nts, 1, MPI_UINT64_T, root_node);
         if (ln == root_node) {
             size_t *st = malloc(sizeof(size_t) * (size_t)nd.N);
             if (!st)
@@ -452,7 +451,7 @@ static int hier_gather(nc_mpi_comm_t *c, const xcall_t *x, const void *mine, siz
             if (!(all = malloc(T ? T : 1)))
                 PMPI_Abort(x->comm, MPI_ERR_NO_MEM);
         }
-        PMPI_Gatherv(part, (int)ntot, MPI_BYTE, all, ncnt, ndsp, MPI_BYTE, root_node, c->leaders);
+        nc_leader_gatherv(c, part, (int)ntot, MPI_BYTE, all, ncnt, ndsp, MPI_BYTE, root_node);
         nc_mpi_count_leader(x->coll, 2);
         free(nts), free(ncnt), free(ndsp);
     }
@@ -460,16 +459,16 @@ static int hier_gather(nc_mpi_comm_t *c, const xcall_t *x, const void *mine, siz
     if (n == root_node && lme != c->lrank_of[root]) {
         if (leader) {
             uint64_t t64 = T;
-            PMPI_Send(&t64, 1, MPI_UINT64_T, c->lrank_of[root], 0, c->node);
-            PMPI_Send(all, (int)T, MPI_BYTE, c->lrank_of[root], 0, c->node);
+            nc_node_send(c, &t64, 1, MPI_UINT64_T, c->lrank_of[root]);
+            nc_node_send(c, all, (int)T, MPI_BYTE, c->lrank_of[root]);
         }
     } else if (me == root && !leader) {
         uint64_t t64 = 0;
-        PMPI_Recv(&t64, 1, MPI_UINT64_T, 0, 0, c->node, MPI_STATUS_IGNORE);
+        nc_node_recv(c, &t64, 1, MPI_UINT64_T, 0);
         T = (size_t)t64;
         if (!(all = malloc(T ? T : 1)))
             PMPI_Abort(x->comm, MPI_ERR_NO_MEM);
-        PMPI_Recv(all, (int)T, MPI_BYTE, 0, 0, c->node, MPI_STATUS_IGNORE);
+        nc_node_recv(c, all, (int)T, MPI_BYTE, 0);
     }
     /* 4. */
     if (me == root) {
@@ -542,7 +541,7 @@ static int hier_scatter(nc_mpi_comm_t *c, const xcall_t *x, const side_t *S, voi
                 nt[0] += S->cnt[r];
             }
         } else {
-            PMPI_Recv(nt, N + 1, MPI_UINT64_T, c->lrank_of[root], 0, c->node, MPI_STATUS_IGNORE);
+            nc_node_recv(c, nt, N + 1, MPI_UINT64_T, c->lrank_of[root]);
         }
         if (nt[0] > INT_MAX) {
             nc_log_error("MPI_Scatter across nodes: %llu bytes, more than the %d an MPI count "
@@ -561,12 +560,11 @@ static int hier_scatter(nc_mpi_comm_t *c, const xcall_t *x, const side_t *S, voi
                 at += S->cnt[r];
             }
             if (!leader) {
-                PMPI_Send(nt, N + 1, MPI_UINT64_T, 0, 0, c->node);
-                PMPI_Send(all, (int)nt[0], MPI_BYTE, 0, 0, c->node);
+                nc_node_send(c, nt, N + 1, MPI_UINT64_T, 0);
+                nc_node_send(c, all, (int)nt[0], MPI_BYTE, 0);
             }
         } else {
-            PMPI_Recv(all, (int)nt[0], MPI_BYTE, c->lrank_of[root], 0, c->node,
-                      MPI_STATUS_IGNORE);
+            nc_node_recv(c, all, (int)nt[0], MPI_BYTE, c->lrank_of[root]);
         }
     }
     /* 3. */
@@ -586,7 +584,7 @@ static int hier_scatter(nc_mpi_comm_t *c, const xcall_t *x, const side_t *S, voi
             node_counts(&nd, st, ncnt, ndsp); /* nt[0] <= INT_MAX: fits */
             free(st);
         }
-        PMPI_Scatterv(all, ncnt, ndsp, MPI_BYTE, part, (int)ntot, MPI_BYTE, root_node, c->leaders);
+        nc_leader_scatterv(c, all, ncnt, ndsp, MPI_BYTE, part, (int)ntot, MPI_BYTE, root_node);
         nc_mpi_count_leader(x->coll, 1);
         free(ncnt), free(ndsp);
     }
@@ -761,7 +759,7 @@ static int hier_alltoall(nc_mpi_comm_t *c, int coll, const side_t *S, side_t *R)
                 }
         }
         int64_t all_bad = 0; /* an error for every rank of the node */
-        if (PMPI_Alltoallv(sb, scnt, sdsp, MPI_BYTE, rb, rcnt, rdsp, MPI_BYTE, c->leaders) !=
+        if (nc_leader_alltoallv(c, sb, scnt, sdsp, MPI_BYTE, rb, rcnt, rdsp, MPI_BYTE) !=
             MPI_SUCCESS) { /* the leaders' error handler returned: a longer part than expected */
             nc_log_error("%s across nodes: the leaders' exchange failed (block sizes differ "
                          "across nodes)", what);

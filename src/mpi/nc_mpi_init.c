@@ -10,7 +10,10 @@
  *      that do wait, and say after NC_WAIT_FIRST seconds (then every
  *      NC_WAIT_SAY) what they wait for;
  *      a contribution without numacoll's mark stops the job (PMPI_Abort)
- *      with the same explanation instead of computing with garbage.
+ *      with the same explanation instead of computing with garbage. The
+ *      same exchange makes a bad tunable, or a NUMACOLL_ name that is no
+ *      tunable, said by one rank when it is the same on every rank that has
+ *      it (say_problem()).
  *   1. the node-wide shared-memory budget (nc_mpi_budget_init in
  *      nc_mpi_comm.c): one page shared by the job's ranks on each node that
  *      counts the bytes of every numacoll segment of the job on that node.
@@ -19,6 +22,7 @@
  * come through here (e.g. MPI_Session_init) still works: every step has a
  * per-process fallback that needs no start-up.
  */
+#include <limits.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -51,26 +55,53 @@ static const char nc_mixed_hint[] =
     "with ':' takes it per program: -genv with MPICH's mpiexec, -x in each program's part "
     "with Open MPI's mpirun), or link every program with libnumacoll-mpi";
 
+/* What is wrong with this rank's tunables (nc_config_problem()) is said once
+ * for the job when every rank that has a problem has the same one: by the
+ * lowest of them (a job of 1000 ranks with a typo in its environment gets one
+ * line, not 1000); ranks with different problems each say theirs. */
+static void say_problem(uint64_t mine, long long hi, long long lo, int first, int wrank)
+{
+    if (!mine)
+        return;
+    if (hi == lo && wrank != first)
+        return; /* nc_config_said_elsewhere(mine) stays: quiet for good */
+    nc_config_said_elsewhere(0);
+    nc_config_t cfg;
+    nc_config_snapshot(&cfg); /* says it (once per process) */
+}
+
 static void agree(void)
 {
+    /* quiet until the exchange tells whether another rank says it */
+    const uint64_t problem = nc_config_problem();
+    nc_config_said_elsewhere(problem);
     nc_config_t cfg;
     nc_config_snapshot(&cfg);
-    /* one MPI_MAX over (v, -v): the largest and the smallest value at once; the last
-     * pair is numacoll's mark, the same on every rank that runs numacoll. Static: a
-     * request the library failed to complete may still point at them. */
-    static long long mine[2 * NAGREED + 2], all[2 * NAGREED + 2];
+    /* one MPI_MAX over (v, -v): the largest and the smallest value at once; then
+     * the tunables' problem hash (max, -min over the ranks that have one), the
+     * lowest rank that has one (as -rank), and numacoll's mark, the same on
+     * every rank that runs numacoll. Static: a request the library failed to
+     * complete may still point at them. */
+    enum { P = 2 * NAGREED, R = P + 2, M = P + 4, N = P + 6 };
+    static long long mine[N], all[N];
     for (size_t i = 0; i < NAGREED; i++) {
         mine[2 * i] = cfg.v[agreed[i].param].num;
         mine[2 * i + 1] = -cfg.v[agreed[i].param].num;
     }
-    mine[2 * NAGREED] = NC_MARK;
-    mine[2 * NAGREED + 1] = -NC_MARK;
     int wrank = 0, done = 0;
     PMPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    mine[P] = (long long)problem;
+    mine[P + 1] = problem ? -(long long)problem : -LLONG_MAX;
+    mine[R] = problem ? -(long long)wrank : -LLONG_MAX;
+    mine[R + 1] = 0;
+    mine[M] = NC_MARK;
+    mine[M + 1] = -NC_MARK;
     MPI_Request req;
-    if (PMPI_Iallreduce(mine, all, (int)(2 * NAGREED + 2), MPI_LONG_LONG, MPI_MAX,
-                        MPI_COMM_WORLD, &req) != MPI_SUCCESS)
+    if (PMPI_Iallreduce(mine, all, N, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD, &req) !=
+        MPI_SUCCESS) {
+        say_problem(problem, 0, 1, 0, wrank);
         return;
+    }
     const uint64_t t0 = nc_time_ns();
     uint64_t say = t0 + (uint64_t)NC_WAIT_FIRST * 1000000000u;
     while (PMPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done) {
@@ -86,14 +117,17 @@ static void agree(void)
         else
             nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = 1000000}, NULL);
     }
-    if (!done)
+    if (!done) {
+        say_problem(problem, 0, 1, 0, wrank);
         return;
-    if (all[2 * NAGREED] != NC_MARK || all[2 * NAGREED + 1] != -NC_MARK) {
+    }
+    if (all[M] != NC_MARK || all[M + 1] != -NC_MARK) {
         nc_log_error("rank %d: numacoll's start-up exchange in MPI_Init met a collective that is "
                      "not numacoll's: %s; stopping the job",
                      wrank, nc_mixed_hint);
         PMPI_Abort(MPI_COMM_WORLD, 1);
     }
+    say_problem(problem, all[P], -all[P + 1], (int)-all[R], wrank);
     for (size_t i = 0; i < NAGREED; i++) {
         const long long hi = all[2 * i], lo = -all[2 * i + 1];
         if (hi == lo)

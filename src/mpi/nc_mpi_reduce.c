@@ -566,9 +566,9 @@ static int reduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
             const int root_node = all ? 0 : c->node_of[root];
             nc_mpi_count_leader(all ? NC_MPI_ALLREDUCE : NC_MPI_REDUCE, 1);
             if (all)
-                PMPI_Allreduce(MPI_IN_PLACE, out, (int)q.n, q.base, q.mop, c->leaders);
+                nc_leader_allreduce(c, MPI_IN_PLACE, out, (int)q.n, q.base, q.mop);
             else if (my_node == root_node && root_node == 0)
-                PMPI_Reduce(MPI_IN_PLACE, out, (int)q.n, q.base, q.mop, root_node, c->leaders);
+                nc_leader_reduce(c, MPI_IN_PLACE, out, (int)q.n, q.base, q.mop, root_node);
             else if (my_node == root_node) {
                 /* Not MPI_IN_PLACE: MPICH 4.0's in-place reduce to a root other
                  * than 0 crashes beyond 512 ints (pmodels/mpich#6540). */
@@ -576,10 +576,10 @@ static int reduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
                 if (!copy)
                     PMPI_Abort(comm, MPI_ERR_NO_MEM);
                 nc_copy(copy, out, bytes);
-                PMPI_Reduce(copy, out, (int)q.n, q.base, q.mop, root_node, c->leaders);
+                nc_leader_reduce(c, copy, out, (int)q.n, q.base, q.mop, root_node);
                 free(copy);
             } else
-                PMPI_Reduce(out, NULL, (int)q.n, q.base, q.mop, root_node, c->leaders);
+                nc_leader_reduce(c, out, NULL, (int)q.n, q.base, q.mop, root_node);
         }
         /* 5. */
         if (all && c->team) {
@@ -588,9 +588,9 @@ static int reduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
                 rc = brc;
         } else if (!all && my_node == c->node_of[root] && c->lrank_of[root] != 0) {
             if (leader)
-                PMPI_Send(out, (int)bytes, MPI_BYTE, c->lrank_of[root], 0, c->node);
+                nc_node_send(c, out, (int)bytes, MPI_BYTE, c->lrank_of[root]);
             else if (me == root)
-                PMPI_Recv(out, (int)bytes, MPI_BYTE, 0, 0, c->node, MPI_STATUS_IGNORE);
+                nc_node_recv(c, out, (int)bytes, MPI_BYTE, 0);
         }
     }
     /* 6. */

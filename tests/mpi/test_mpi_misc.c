@@ -11,7 +11,7 @@
  * NUMACOLL_COMM_MIN_CALLS, NUMACOLL_STATS) set on world rank 0 only: agreed
  * at MPI_Init, no hang, the same path on every rank.
  *
- * Usage: test_mpi_misc commloop [N]|teamcache|budget|spawn|barrier|rma|threads|
+ * Usage: test_mpi_misc commloop [N]|teamcache|budget|spawn|barrier [N]|rma|threads|
  *        agree NAME VALUE
  */
 #include <dirent.h>
@@ -349,7 +349,7 @@ static void budget_test(void)
         printf("budget: queue %zu and %zu\n", ia.queue_len, ir.queue_len);
 }
 
-static void barrier_test(void)
+static void barrier_test(int iters)
 {
     /* The entry counters live in an MPI shared window on the node. */
     MPI_Comm node;
@@ -367,7 +367,8 @@ static void barrier_test(void)
     if (nrank == 0)
         memset((void *)base, 0, 64 * sizeof(unsigned) * (size_t)nsize);
     MPI_Barrier(MPI_COMM_WORLD);
-    int iters = wsize <= 2 ? 20000 : 2000;
+    if (iters <= 0)
+        iters = wsize <= 2 ? 20000 : 2000;
     for (unsigned k = 1; k <= (unsigned)iters; k++) {
         atomic_store_explicit(&base[nrank * 16], k, memory_order_relaxed);
         MPI_Barrier(MPI_COMM_WORLD);
@@ -632,7 +633,7 @@ int main(int argc, char **argv)
         }
     }
     else if (!strcmp(mode, "barrier"))
-        barrier_test();
+        barrier_test(argc > 2 ? atoi(argv[2]) : 0);
     else if (!strcmp(mode, "rma"))
         rma_test();
     else if (!strcmp(mode, "threads")) {

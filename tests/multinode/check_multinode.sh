@@ -4,7 +4,8 @@
 #   check_multinode.sh CASE FLAVOR MPIEXEC LIB BINDIR
 # CASE:
 #   2x2.slot, 2x2.node      2 hosts x 2 ranks, by slot (0 1 | 2 3) and
-#                           round robin (--map-by node: 0 2 | 1 3)
+#                           round robin (--map-by node: 0 2 | 1 3); 2x2.node
+#                           with NUMACOLL_LEADER_WAIT=poll
 #   3x123.slot, 3x123.node  3 hosts with 1, 2 and 3 ranks, both orders
 #       test_multinode on world, dup, reversed, odd/even, one-host and
 #       one-per-host communicators; the script checks that every rank ran
@@ -12,7 +13,9 @@
 #       "nodes=" equals the number of hosts on every world-sized
 #       communicator, that NUMACOLL_STATS has a line per host in which
 #       numacoll handled every call and the leaders used the MPI library,
-#       and that /dev/shm of every host is empty afterwards.
+#       that the leaders wait as NUMACOLL_LEADER_WAIT says (poll where a
+#       host has more ranks than CPUs), and that /dev/shm of every host is
+#       empty afterwards.
 #   suites    the MPI test programs (bcast, gather family, reductions,
 #             barrier) on 3 hosts x (1, 2, 3) ranks
 #   preload   an unmodified program with LD_PRELOAD on 2 hosts x 2 ranks:
@@ -70,17 +73,21 @@ launch()
         for e in "${envs[@]}"; do args+=(-genv "${e%%=*}" "${e#*=}"); done
     fi
     nc_on nchead timeout -s KILL "$secs" "$mpiexec" "${args[@]}" -n "$np" "$@" >"$out" 2>&1 &
-    local job=$! rc waited=0
+    local job=$! rc waited=0 nstats=0
+    [[ " ${envs[*]} " == *" NUMACOLL_STATS=1 "* ]] && nstats=${#hosts[@]}
     # MPICH 4.0 over UCX's tcp transport sometimes never returns from
     # MPI_Finalize once every rank is in it (ranks spin in ucp_worker_progress
     # or wait on PMI): the same with NUMACOLL_DISABLE=1, so it is the library's.
     # numacoll's own finalize (stats, segments) ran before PMPI_Finalize, so
-    # when the program printed its verdict ($done_re) and the launcher is
-    # still there 15 s later, it is stopped and the case goes on, said in the log.
+    # when the program printed its verdict ($done_re), every host its stats
+    # line (if asked for) and the launcher is still there 5 s later (15 s
+    # without the stats lines), it is stopped and the case goes on, said in
+    # the log.
     while kill -0 $job 2>/dev/null; do
         if [ "$flavor" = mpich ] && [ -n "${done_re:-}" ] && grep -qE "$done_re" "$out"; then
             waited=$((waited + 1))
-            if [ $waited -ge 150 ]; then
+            if [ $waited -ge 150 ] ||
+               { [ $waited -ge 50 ] && [ "$(grep -c 'numacoll stats: node ncnode' "$out")" -ge "$nstats" ]; }; then
                 echo "note: MPICH hung in PMPI_Finalize after the verdict (the library's, see check_multinode.sh); stopping its launcher"
                 nc_head_signal TERM mpiexec
                 sleep 2
@@ -172,9 +179,29 @@ expect_clean()
     done
 }
 
+# expect_leaders SPEC [poll]: every communicator of the job's size on several
+# hosts reports the leaders' way of waiting that NUMACOLL_LEADER_WAIT=auto
+# picks (poll when a host has more ranks than CPUs), or poll when asked for.
+expect_leaders()
+{
+    local spec=($1) want=block n cpus
+    cpus=$(nproc)
+    for n in "${spec[@]}"; do [ "$n" -gt "$cpus" ] && want=poll; done
+    [ "${2:-}" = poll ] && want=poll
+    local np=0
+    for n in "${spec[@]}"; do np=$((np + n)); done
+    grep -q "comm size=$np nodes=[0-9]* leaders=$want " "$out" ||
+        fail "no 'leaders=$want' for a communicator of $np ranks in NUMACOLL_VERBOSE"
+    if grep -E "comm size=$np nodes=[0-9]* leaders=" "$out" | grep -qv "leaders=$want "; then
+        fail "a communicator of $np ranks waits otherwise: $(grep -oE "comm size=$np nodes=[0-9]* leaders=[a-z]*" "$out" | sort -u)"
+    fi
+}
+
+# layout_case SPEC MAP [VAR=VALUE...]: test_multinode with these settings too.
 layout_case()
 {
     local spec=$1 map=$2 np=0 n
+    shift 2
     for n in $spec; do np=$((np + n)); done
     local h
     h=$(wc -w <<<"$spec")
@@ -186,11 +213,12 @@ layout_case()
     fi
     nc_hosts_up "$h" || fail "could not make $h hosts"
     done_re="test_multinode: hosts $h ranks $np: 0 failures"
-    launch 240 "$spec" "$map" "$np" NUMACOLL_VERBOSE=1 NUMACOLL_STATS=1 -- \
+    launch 240 "$spec" "$map" "$np" NUMACOLL_VERBOSE=1 NUMACOLL_STATS=1 "$@" -- \
         "$bin/test_multinode" || fail "test_multinode failed"
     grep -q "test_multinode: hosts $h ranks $np: 0 failures" "$out" || fail "wrong data"
     expect_hosts "$spec" "$map" "$np"
     expect_nodes "$np" "$h"
+    expect_leaders "$spec" "$([ "$*" = NUMACOLL_LEADER_WAIT=poll ] && echo poll)"
     expect_stats "$spec" "[0-9]+" bcast barrier allreduce reduce gather gatherv scatter scatterv \
         allgather allgatherv alltoall alltoallv
     expect_clean "$spec"
@@ -199,7 +227,7 @@ layout_case()
 
 case $case in
 2x2.slot) layout_case "2 2" slot ;;
-2x2.node) layout_case "2 2" node ;;
+2x2.node) layout_case "2 2" node NUMACOLL_LEADER_WAIT=poll ;;
 3x123.slot) layout_case "1 2 3" slot ;;
 3x123.node) layout_case "1 2 3" node ;;
 suites)
@@ -209,6 +237,7 @@ suites)
         done_re="(^|: )PASSED"
         launch 240 "1 2 3" slot 6 NUMACOLL_VERBOSE=1 -- $bin/$prog || fail "$prog failed"
         expect_nodes 6 3
+        expect_leaders "1 2 3"
     done
     expect_clean "1 2 3"
     echo "PASS suites ($flavor): bcast, gather family, reductions, barrier on 3 hosts x (1 2 3)"
