@@ -196,8 +196,9 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
       "Jobs on several nodes: how a node leader waits in its calls to the MPI library across "  \
       "nodes: block (the MPI library's blocking collective), poll (its nonblocking form, "      \
       "tested with a yield between tests, so an MPI library that spins in a blocking call "    \
-      "does not hold a CPU that other ranks of the node need), or auto (poll when a node of "   \
-      "the communicator has more ranks than CPUs). Poll wins when the ranks' settings differ.") \
+      "does not hold a CPU that other ranks of the node need), or auto (poll when a node has "  \
+      "more of the job's ranks than CPUs). A communicator polls if any of its ranks asks for "  \
+      "poll or, with auto, sees its node oversubscribed.")                                     \
     X(STATS, NC_PT_INT, "0", 0, 1, NULL, "bool",                                                \
       "1: at MPI_Finalize one line per node: calls and bytes handled by numacoll vs PMPI.")     \
     X(TEST_VIRTUAL_NODES, NC_PT_INT, "1", 1, 1024, NULL, "nodes",                               \

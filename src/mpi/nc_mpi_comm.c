@@ -47,6 +47,7 @@ static nc_mpi_comm_t *live; /* every state still attached to a communicator */
 static _Atomic unsigned long long stat_calls[2][NC_MPI_NCOLL], stat_bytes[2][NC_MPI_NCOLL];
 static _Atomic unsigned long long stat_leader[2][NC_MPI_NCOLL]; /* calls, PMPI calls */
 static _Atomic unsigned long long stat_teams[2]; /* made, taken from the team cache */
+static _Atomic int node_job_ranks; /* the job's ranks on this node (MPI_Init; 0: unknown) */
 
 /* The last communicator each thread used, in front of the attribute lookup
  * (a hash lookup in the MPI library) on every call. Any state's deletion bumps
@@ -285,14 +286,22 @@ static void setup_team(nc_mpi_comm_t *c, const nc_config_t *cfg, int lrank, int 
      * MPI_COMM_NULL): then the team's exchanges were over all of comm, and
      * every failure but memory (above) is agreed there. The lone failure
      * that is not, the arrays of setup() on one rank, stops the job. */
+    /* The leaders' wait: poll if asked, or with auto if this node is
+     * oversubscribed: the job has more ranks on it than it has CPUs (known
+     * from MPI_Init, nc_mpi_budget_init), or the team's members have more
+     * (a team's CPUs are the union of its members' masks). */
     const int64_t lw = NC_CFG_NUM(cfg, LEADER_WAIT);
-    int flags[3] = {failed, 0, lw == NC_LEADER_WAIT_POLL}, all[3];
+    const int auto_lw = lw == NC_LEADER_WAIT_AUTO;
+    const long online = sysconf(_SC_NPROCESSORS_ONLN);
+    const int job_ranks = atomic_load_explicit(&node_job_ranks, memory_order_relaxed);
+    int flags[3] = {failed, 0, lw == NC_LEADER_WAIT_POLL || (auto_lw && online > 0 &&
+                                                             job_ranks > online)}, all[3];
     if (c->team) {
         numacoll_team_info_t in;
         numacoll_team_info(c->team, &in);
         flags[1] = in.placement;
         /* virtual nodes share the real node's CPUs: count all of its ranks */
-        flags[2] |= lw == NC_LEADER_WAIT_AUTO && (in.oversubscribed || rsize > in.ncpus);
+        flags[2] |= auto_lw && (in.oversubscribed || rsize > in.ncpus);
     }
     if (c->node != MPI_COMM_NULL) {
         PMPI_Allreduce(flags, all, 3, MPI_INT, MPI_MAX, comm);
@@ -356,6 +365,7 @@ void nc_mpi_budget_init(void)
     PMPI_Comm_rank(node, &lrank);
     PMPI_Comm_size(node, &lsize);
     PMPI_Comm_size(MPI_COMM_WORLD, &wsize);
+    atomic_store_explicit(&node_job_ranks, lsize, memory_order_relaxed); /* relaxed: a count */
     if (lsize == wsize && PMPI_Comm_group(MPI_COMM_WORLD, &world_group) == MPI_SUCCESS)
         atomic_store_explicit(&world_one_node, 1, memory_order_relaxed);
     numacoll_bootstrap_t bs = {lrank, lsize, node_allgather, &node};

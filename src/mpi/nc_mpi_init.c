@@ -106,6 +106,7 @@ static void agree(void)
     uint64_t say = t0 + (uint64_t)NC_WAIT_FIRST * 1000000000u;
     while (PMPI_Test(&req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done) {
         if (nc_time_ns() >= say) {
+            say_problem(problem, 0, 1, 0, wrank); /* nobody else may say it */
             nc_log_error("rank %d has waited %.0f s in MPI_Init for the other ranks' numacoll "
                          "start-up; if some ranks do not run numacoll, the job hangs here: %s",
                          wrank, (double)(nc_time_ns() - t0) * 1e-9, nc_mixed_hint);
@@ -122,6 +123,7 @@ static void agree(void)
         return;
     }
     if (all[M] != NC_MARK || all[M + 1] != -NC_MARK) {
+        say_problem(problem, 0, 1, 0, wrank);
         nc_log_error("rank %d: numacoll's start-up exchange in MPI_Init met a collective that is "
                      "not numacoll's: %s; stopping the job",
                      wrank, nc_mixed_hint);

@@ -87,7 +87,8 @@ launch()
         if [ "$flavor" = mpich ] && [ -n "${done_re:-}" ] && grep -qE "$done_re" "$out"; then
             waited=$((waited + 1))
             if [ $waited -ge 150 ] ||
-               { [ $waited -ge 50 ] && [ "$(grep -c 'numacoll stats: node ncnode' "$out")" -ge "$nstats" ]; }; then
+               { [ $waited -ge 50 ] && [ "$nstats" -gt 0 ] &&
+                 [ "$(grep -c 'numacoll stats: node ncnode' "$out")" -ge "$nstats" ]; }; then
                 echo "note: MPICH hung in PMPI_Finalize after the verdict (the library's, see check_multinode.sh); stopping its launcher"
                 nc_head_signal TERM mpiexec
                 sleep 2
@@ -185,7 +186,7 @@ expect_clean()
 expect_leaders()
 {
     local spec=($1) want=block n cpus
-    cpus=$(nproc)
+    cpus=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc) # the CPUs the ranks may use
     for n in "${spec[@]}"; do [ "$n" -gt "$cpus" ] && want=poll; done
     [ "${2:-}" = poll ] && want=poll
     local np=0
