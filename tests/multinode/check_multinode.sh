@@ -23,7 +23,7 @@
 #   big       a broadcast of 2 GiB + 3 MiB (past INT_MAX bytes) on 2 hosts
 #   kill      kill -9 of a rank on the second host mid-broadcast: the job
 #             ends within 5 s, nothing is left running or in /dev/shm on
-#             any host
+#             any host; kill.poll the same with NUMACOLL_LEADER_WAIT=poll
 # Exit 77 (skipped) with the reason where hosts cannot be made here.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -271,9 +271,11 @@ big)
     expect_clean "2 1"
     echo "PASS big ($flavor)"
     ;;
-kill)
+kill | kill.poll)
     nc_hosts_up 2 || fail "could not make 2 hosts"
-    launch 60 "2 2" slot 4 LD_PRELOAD="$lib" -- "$bin/kill_target" bcast 30 &
+    lw=()
+    [ "$case" = kill.poll ] && lw=(NUMACOLL_LEADER_WAIT=poll)
+    launch 60 "2 2" slot 4 LD_PRELOAD="$lib" "${lw[@]}" -- "$bin/kill_target" bcast 30 &
     job=$!
     for _ in $(seq 300); do
         [ "$(grep -c ' looping$' "$out")" -ge 4 ] && break
@@ -291,7 +293,7 @@ kill)
     awk -v d="$dt" 'BEGIN { exit !(d < 5) }' || fail "the job took $dt s to end"
     sleep 0.5 # the hosts' daemons reap their ranks
     expect_clean "2 2"
-    echo "PASS kill ($flavor): rank $victim killed on ncnode2, job ended in $dt s, nothing left"
+    echo "PASS $case ($flavor): rank $victim killed on ncnode2, job ended in $dt s, nothing left"
     ;;
 *) echo "unknown case $case" >&2; exit 2 ;;
 esac
