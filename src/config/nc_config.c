@@ -264,12 +264,14 @@ static int distance(const char *a, const char *b)
  * tools', into global_warnmsg (a typo would else be ignored in silence),
  * each with the nearest tunable's name when it is close. */
 static char global_warnmsg[512];
+static int global_nunknown; /* how many names global_warnmsg lists */
 
 static void unknown_env_locked(void)
 {
     extern char **environ;
     size_t len = 0;
     global_warnmsg[0] = '\0';
+    global_nunknown = 0;
     for (char **e = environ; e && *e; e++) {
         const char *eq = strchr(*e, '=');
         if (strncmp(*e, "NUMACOLL_", 9) || !eq || eq - *e - 9 >= 64)
@@ -293,6 +295,7 @@ static void unknown_env_locked(void)
         char hint[96] = "";
         if (best >= 0)
             snprintf(hint, sizeof hint, " (did you mean NUMACOLL_%s?)", params[best].name);
+        global_nunknown++;
         if (len < sizeof global_warnmsg)
             len += (size_t)snprintf(global_warnmsg + len, sizeof global_warnmsg - len,
                                     "%sNUMACOLL_%s%s", len ? ", " : "", name, hint);
@@ -381,14 +384,15 @@ int nc_config_snapshot(nc_config_t *out)
     char msg[256], warn[sizeof global_warnmsg];
     snprintf(msg, sizeof msg, "%s", global_errmsg);
     snprintf(warn, sizeof warn, "%s", global_warnmsg);
+    const int one = global_nunknown == 1;
     const int quiet = said_elsewhere && said_elsewhere == problem_locked();
     pthread_mutex_unlock(&global_lock);
     if (quiet)
         return rc;
     if (warn[0])
         nc_log_warn_once("unknown-env",
-                         "not numacoll tunables, ignored: %s (numacoll-info --params lists them)",
-                         warn);
+                         "%s, ignored: %s (numacoll-info --params lists them)",
+                         one ? "not a numacoll tunable" : "not numacoll tunables", warn);
     if (rc)
         nc_log_error_once("%s; numacoll sets up nothing until it is fixed (in MPI: every "
                           "collective goes to the MPI library)", msg);
