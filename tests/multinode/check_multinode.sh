@@ -236,7 +236,9 @@ suites)
     for prog in "test_mpi_bcast quick" "test_mpi_gather quick" "test_mpi_reduce quick" \
                 "test_mpi_misc barrier"; do
         done_re="(^|: )PASSED"
-        launch 240 "1 2 3" slot 6 NUMACOLL_VERBOSE=1 -- $bin/$prog || fail "$prog failed"
+        # (NUMACOLL_STATS: its lines let a hung MPICH finalize be cut short, launch())
+        launch 240 "1 2 3" slot 6 NUMACOLL_VERBOSE=1 NUMACOLL_STATS=1 -- $bin/$prog ||
+            fail "$prog failed"
         expect_nodes 6 3
         expect_leaders "1 2 3"
     done
@@ -266,7 +268,8 @@ preload)
 big)
     nc_hosts_up 2 || fail "could not make 2 hosts"
     done_re="test_multinode: hosts 2 ranks 3: 0 failures"
-    launch 240 "2 1" slot 3 -- "$bin/test_multinode" big || fail "big broadcast failed"
+    launch 240 "2 1" slot 3 NUMACOLL_STATS=1 -- "$bin/test_multinode" big ||
+        fail "big broadcast failed"
     grep -q "test_multinode: hosts 2 ranks 3: 0 failures" "$out" || fail "wrong data"
     expect_clean "2 1"
     echo "PASS big ($flavor)"
