@@ -45,9 +45,7 @@ static int first_time(const char *key)
     static unsigned nseen;
     if (nc_log_level() >= 2)
         return 1;
-    uint64_t h = 1469598103934665603ull;
-    for (const char *c = key; *c; c++)
-        h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    const uint64_t h = nc_fnv1a(NC_FNV1A_BASIS, key, strlen(key));
     int first = 1;
     pthread_mutex_lock(&lock);
     for (unsigned i = 0; i < nseen && first; i++)

@@ -161,4 +161,15 @@ const char *nc_quote(char *buf, size_t len, const char *text);
 uint64_t nc_time_ns(void);
 size_t nc_page_size(void);
 
+/* FNV-1a, 64-bit: h = nc_fnv1a(NC_FNV1A_BASIS, p, n), and again with the
+ * result to hash more bytes after those. */
+#define NC_FNV1A_BASIS 14695981039346656037ull
+static inline uint64_t nc_fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = (const unsigned char *)p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
 #endif

@@ -349,12 +349,9 @@ static uint64_t problem_locked(void)
 {
     if (!global_err && !global_warnmsg[0])
         return 0;
-    uint64_t h = 1469598103934665603ull; /* FNV-1a of both messages */
-    for (const char *c = global_err ? global_errmsg : ""; *c; c++)
-        h = (h ^ (unsigned char)*c) * 1099511628211ull;
-    h = (h ^ 0xff) * 1099511628211ull;
-    for (const char *c = global_warnmsg; *c; c++)
-        h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    const char *err = global_err ? global_errmsg : "";
+    uint64_t h = nc_fnv1a(NC_FNV1A_BASIS, err, strlen(err) + 1); /* with its NUL: a separator */
+    h = nc_fnv1a(h, global_warnmsg, strlen(global_warnmsg));
     h >>= 2; /* fits a positive long long with room to negate */
     return h ? h : 1;
 }

@@ -115,11 +115,7 @@ static int my_numa(uint64_t cpus[NC_TOPO_CPUSET_WORDS])
  * has not changed since the team was made. */
 static uint64_t cpus_key(const uint64_t cpus[NC_TOPO_CPUSET_WORDS])
 {
-    uint64_t h = 14695981039346656037ull;
-    const unsigned char *b = (const unsigned char *)cpus;
-    for (size_t i = 0; i < NC_TOPO_CPUSET_WORDS * sizeof *cpus; i++)
-        h = (h ^ b[i]) * 1099511628211ull;
-    return h;
+    return nc_fnv1a(NC_FNV1A_BASIS, cpus, NC_TOPO_CPUSET_WORDS * sizeof *cpus);
 }
 
 void nc_team_binding(int *numa, uint64_t *key)

@@ -11,8 +11,8 @@
  * spinning leader then holds a CPU for a whole time slice while the rank it
  * waits for, or the node's members numacoll waits for, cannot run.
  * Measured: the hierarchical reductions test at 8 ranks in 3 virtual nodes
- * on 2 CPUs (test_mpi_reduce quick) took 63.4 s with MPICH's blocking calls,
- * 17.2 s polling.
+ * on 2 CPUs (test_mpi_reduce quick) took 55.1 s with MPICH's blocking calls,
+ * 16.4 s polling (docs/multinode.md).
  *
  * Blocking and nonblocking collectives do not match each other, so
  * c->leader_poll is the same on every rank of the communicator (agreed in
