@@ -2,6 +2,7 @@
 #   make            build against Open MPI (build/) and MPICH (build-mpich/)
 #   make test       every test suite: core, Open MPI, MPICH, ASan+UBSan
 #   make bench      the main job: numacoll vs the native MPI (bench/README.md)
+#   make bench-targets  every size band against the performance issues' targets
 #   make soak       long random-sequence soak runs (tests/soak), both MPI libraries
 #   make fuzz       millions of random inputs to every parser, under ASan+UBSan
 #   make install PREFIX=/opt/numacoll
@@ -14,7 +15,7 @@ CTESTFLAGS ?= --output-on-failure --timeout 600 -j $(JOBS)
 CMAKE_FLAGS ?=
 
 .PHONY: all deps build build-mpich build-asan test test-core test-openmpi test-mpich \
-        test-asan bench soak fuzz install clean
+        test-asan bench bench-targets soak fuzz install clean
 
 all: build build-mpich
 
@@ -95,6 +96,10 @@ fuzz: build-asan
 bench: build build-mpich
 	@scripts/install-deps.sh bench
 	@bench/run.sh
+
+bench-targets: build build-mpich
+	@scripts/install-deps.sh bench
+	@bench/targets.sh
 
 # Both MPI layers: lib/numacoll/openmpi/ and lib/numacoll/mpich/, each with its
 # pkg-config file; everything else (core, tools, headers) from the Open MPI tree.

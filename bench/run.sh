@@ -27,7 +27,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-top=$(dirname "$here")
+# shellcheck source=bench/launch.sh
+. "$here/launch.sh"
 out=${NUMACOLL_BENCH_OUT:-$here/results}
 tps=${NUMACOLL_BENCH_TIME:-0.1}
 runs=${NUMACOLL_BENCH_RUNS:-3}
@@ -46,32 +47,11 @@ mkdir -p "$out"
 start=$SECONDS
 csvs=()
 for mpi in $mpis; do
-    case $mpi in
-    openmpi) build=${NUMACOLL_BUILD_DIR:-$top/build}; launcher=mpirun.openmpi ;;
-    mpich)   build=${NUMACOLL_BUILD_DIR_MPICH:-$top/build-mpich}; launcher=mpiexec.mpich ;;
-    *) echo "bench: unknown MPI '$mpi' (valid: openmpi mpich)" >&2; exit 2 ;;
-    esac
-    exe=$build/bin/numacoll-bench
-    if [ ! -x "$exe" ] || ! command -v "$launcher" >/dev/null; then
-        echo "bench: skipping $mpi ($exe or $launcher missing)"
-        continue
-    fi
     for np in $nps; do
-        # One rank per core is how users run: bind when the ranks fit. With more ranks
-        # than cores, leave them unbound (Open MPI's own choice when oversubscribed) so
-        # the scheduler can spread them.
-        if [ "$mpi" = openmpi ]; then
-            flags=(-n "$np")
-            [ "$(id -u)" -eq 0 ] && flags+=(--allow-run-as-root)
-            if [ "$np" -le "$cores" ]; then
-                flags+=(--bind-to core --map-by core)
-            else
-                flags+=(--oversubscribe --bind-to none)
-            fi
-        else
-            flags=(-n "$np")
-            [ "$np" -le "$cores" ] && flags+=(-bind-to core)
-        fi
+        rc=0
+        bench_launch "$mpi" "$np" || rc=$?
+        [ $rc = 2 ] && exit 2
+        [ $rc = 0 ] || break
         for part in bcast reduce gather; do
             if [ "$part" = bcast ]; then
                 name=$mpi-p$np
