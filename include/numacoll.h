@@ -42,8 +42,13 @@ NUMACOLL_API const char *numacoll_version(void);
  * Every member calls it with the same name and size and its own rank; the
  * rendezvous file in /dev/shm is unlinked as soon as all members opened it.
  * A file whose members all ended before their team formed is removed by the
- * next member to come (each member holds a shared flock() on it until
- * numacoll_bootstrap_named_free(); a child forked in between holds it too). */
+ * next member of that name, or by the next numacoll process on the node
+ * that bootstraps or makes a segment (each member holds a shared flock() on
+ * it until numacoll_bootstrap_named_free(); a child forked in between holds
+ * it too). Its allgather (numacoll_team_create()) fails with
+ * NUMACOLL_ERR_PEER_DEAD within about 50 ms when a member that joined has
+ * died, and with NUMACOLL_ERR_TIMEOUT after 120 s for a member that never
+ * joins (one line after 10 s names it); a waiting member naps past 200 ms. */
 NUMACOLL_API int numacoll_bootstrap_named(const char *name, int rank, int size,
                                           numacoll_bootstrap_t **out);
 NUMACOLL_API void numacoll_bootstrap_named_free(numacoll_bootstrap_t *bs);

@@ -27,7 +27,16 @@
  *       file is never seen half made, nor left behind by a creator that dies
  *       before linkat().
  * A file left by dead members used to make the next team of that name wait
- * for members that never came (120 s) and fail.
+ * for members that never came (120 s) and fail. A file of a name that never
+ * comes back (a job's own name) is removed by the next numacoll process on
+ * the node (nc_shm_sweep(), the same lock test as J1).
+ *
+ * Waiting (joining, and every allgather round): spin, then yield, past 200 ms
+ * nap 100 us so a late member gets the CPU. Every 50 ms a waiter checks that
+ * the member it waits for, once joined (it stored its pid in its slot), is
+ * alive: a dead one ends the wait with NUMACOLL_ERR_PEER_DEAD, as in a team's
+ * collectives. A member that has not joined is waited for up to 120 s
+ * (NUMACOLL_ERR_TIMEOUT), with one line after 10 s saying who is missing.
  */
 /* O_TMPFILE, linkat(): _GNU_SOURCE is the build's */
 #include <errno.h>
@@ -40,14 +49,19 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/nc_common.h"
 #include "shm/nc_shm.h"
+#include "sync/nc_wait.h"
 
 #define NC_BOOT_MAGIC 0x4e43424fu /* "NCBO" */
 #define NC_BOOT_SLOT 4096u
 #define NC_BOOT_TIMEOUT_NS (120ull * 1000000000ull)
+#define NC_BOOT_SAY_NS (10ull * 1000000000ull) /* the line about who is missing */
+#define NC_BOOT_NAP_FROM_NS 200000000ull       /* 200 ms: nap instead of yield */
+#define NC_BOOT_CHECK_NS 50000000ull           /* 50 ms between checks */
 
 typedef struct boot_hdr {
     _Atomic uint32_t ready; /* release by the creator after p and slot are set */
@@ -57,6 +71,9 @@ typedef struct boot_hdr {
 
 typedef struct boot_slot {
     _Atomic uint32_t seq NC_ALIGNED(NC_CACHELINE);
+    /* parity 0 only: the member's pid once it joined (0 before); relaxed:
+     * nothing is published through it, a waiter only asks whether it lives */
+    _Atomic int32_t pid;
     unsigned char data[NC_BOOT_SLOT];
 } boot_slot_t;
 
@@ -83,15 +100,73 @@ static boot_slot_t *slot(named_bs_t *b, unsigned parity, int rank)
     return &s[(size_t)parity * (size_t)b->pub.size + (size_t)rank];
 }
 
-static int wait_deadline(uint64_t deadline, unsigned *spins)
+typedef struct boot_wait {
+    uint64_t start, next_check;
+    unsigned spins;
+    int said; /* the 10-s line is out */
+} boot_wait_t;
+
+static void boot_wait_init(boot_wait_t *w)
 {
-    if (++*spins < 1000) {
+    w->start = nc_time_ns();
+    w->next_check = 0;
+    w->spins = 0;
+    w->said = 0;
+}
+
+/* One round of a wait: 0 wait on, 1 a check is due (every 50 ms once the wait
+ * is slow), NUMACOLL_ERR_TIMEOUT past 120 s. */
+static int boot_wait(boot_wait_t *w)
+{
+    if (++w->spins < 1000) {
         nc_cpu_relax();
         return 0;
     }
-    sched_yield();
-    if ((*spins & 1023) == 0 && nc_time_ns() > deadline)
-        return NUMACOLL_ERR_TIMEOUT;
+    const uint64_t now = nc_time_ns();
+    if (now - w->start > NC_BOOT_NAP_FROM_NS)
+        nanosleep(&(struct timespec){.tv_sec = 0, .tv_nsec = 100000}, NULL);
+    else
+        sched_yield();
+    if (now < w->next_check)
+        return 0;
+    w->next_check = now + NC_BOOT_CHECK_NS;
+    return now - w->start > NC_BOOT_TIMEOUT_NS ? NUMACOLL_ERR_TIMEOUT : 1;
+}
+
+/* Take the name off, unless it names a later team's file by now. */
+static void boot_unname(named_bs_t *b)
+{
+    if (names_file(b->path, b->fd))
+        unlink(b->path);
+}
+
+/* The check of a wait for member i's round r: NUMACOLL_ERR_PEER_DEAD when i
+ * joined and has died without posting r (looked at again after the death:
+ * a member that posted and then ended is no failure), else 0. */
+static int boot_check(named_bs_t *b, boot_wait_t *w, int i, const boot_slot_t *s, uint32_t r)
+{
+    const int32_t pid = atomic_load_explicit(&slot(b, 0, i)->pid, memory_order_relaxed);
+    /* acquire: pairs with member i's release of seq (named_allgather) */
+    if (pid && nc_pid_dead(pid) && atomic_load_explicit(&s->seq, memory_order_acquire) != r) {
+        nc_log_error("bootstrap %s: member %d (pid %d) died before the team formed", b->name, i,
+                     (int)pid);
+        boot_unname(b);
+        return NUMACOLL_ERR_PEER_DEAD;
+    }
+    if (!w->said && nc_time_ns() - w->start > NC_BOOT_SAY_NS) {
+        w->said = 1;
+        if (pid)
+            nc_log_error("bootstrap %s: member %d of %d has waited %llu s for member %d (pid %d, "
+                         "joined, alive: stopped or busy?); it gives up at %llu s",
+                         b->name, b->pub.rank, b->pub.size, NC_BOOT_SAY_NS / 1000000000ull, i,
+                         (int)pid, NC_BOOT_TIMEOUT_NS / 1000000000ull);
+        else
+            nc_log_error("bootstrap %s: member %d of %d has waited %llu s for member %d, which has "
+                         "not joined (not started, or started with another name or size?); it "
+                         "gives up at %llu s",
+                         b->name, b->pub.rank, b->pub.size, NC_BOOT_SAY_NS / 1000000000ull, i,
+                         NC_BOOT_TIMEOUT_NS / 1000000000ull);
+    }
     return 0;
 }
 
@@ -104,21 +179,27 @@ static int named_allgather(void *ctx, const void *mine, void *all, size_t len)
     unsigned parity = r & 1u;
     boot_slot_t *me = slot(b, parity, b->pub.rank);
     memcpy(me->data, mine, len);
-    /* release: my data visible before my seq; pairs with the acquire below. */
+    /* release: my data visible before my seq; pairs with the acquire below
+     * and in boot_check(). */
     atomic_store_explicit(&me->seq, r, memory_order_release);
-    uint64_t deadline = nc_time_ns() + NC_BOOT_TIMEOUT_NS;
+    boot_wait_t w;
+    boot_wait_init(&w);
     for (int i = 0; i < b->pub.size; i++) {
         boot_slot_t *s = slot(b, parity, i);
-        unsigned spins = 0;
+        int rc;
         /* acquire: pairs with member i's release of seq above. */
-        while (atomic_load_explicit(&s->seq, memory_order_acquire) != r)
-            if (wait_deadline(deadline, &spins)) {
+        while (atomic_load_explicit(&s->seq, memory_order_acquire) != r) {
+            if (!(rc = boot_wait(&w)))
+                continue;
+            if (rc < 0) {
                 nc_log_error("bootstrap %s: member %d did not arrive within %llu s", b->name, i,
                              NC_BOOT_TIMEOUT_NS / 1000000000ull);
-                if (names_file(b->path, b->fd)) /* not a later team's file of that name */
-                    unlink(b->path);
-                return NUMACOLL_ERR_TIMEOUT;
+                boot_unname(b);
+                return rc;
             }
+            if ((rc = boot_check(b, &w, i, s, r)))
+                return rc;
+        }
         memcpy((char *)all + (size_t)i * len, s->data, len);
     }
     return 0;
@@ -144,12 +225,13 @@ NUMACOLL_API int numacoll_bootstrap_named(const char *name, int rank, int size,
     snprintf(b->path, sizeof b->path, "/dev/shm%s", b->name);
     b->fd = -1;
 
-    uint64_t deadline = nc_time_ns() + NC_BOOT_TIMEOUT_NS;
-    unsigned spins = 0;
+    nc_shm_sweep(); /* files of other names left by dead members */
+    boot_wait_t w;
+    boot_wait_init(&w);
     int fd = -1, rc = NUMACOLL_ERR_BOOTSTRAP;
 retry:
     for (;; fd = -1) {
-        if (wait_deadline(deadline, &spins)) {
+        if (boot_wait(&w) < 0) {
             nc_log_error("bootstrap %s: timed out joining the file", b->name);
             rc = NUMACOLL_ERR_TIMEOUT;
             goto fail;
@@ -261,14 +343,14 @@ retry:
      * off, if still this file's, and starts over. */
     const uint32_t was = atomic_fetch_add_explicit(&b->hdr->joined, 1, memory_order_relaxed);
     if (was >= (uint32_t)size) {
-        if (names_file(b->path, b->fd))
-            unlink(b->path);
+        boot_unname(b);
         munmap(b->hdr, b->bytes);
         b->hdr = NULL;
         close(b->fd);
         b->fd = -1;
         goto retry;
     }
+    atomic_store_explicit(&slot(b, 0, rank)->pid, (int32_t)getpid(), memory_order_relaxed);
     if (was + 1 == (uint32_t)size)
         unlink(b->path);
     *out = &b->pub;

@@ -813,11 +813,13 @@ NUMACOLL_API int numacoll_team_create(const numacoll_bootstrap_t *bs, numacoll_t
                                         sizeof a0);
                     nc_param_value_text(agreed[k], r1[i].cfg[k][0], r1[i].cfg[k][1], ai,
                                         sizeof ai);
-                    nc_log_error_once("NUMACOLL_%s differs between member 0 (%s) and member %d "
-                                      "(%s): every member must use the same value; the team is "
-                                      "not set up (in MPI: the communicator's calls go to the "
-                                      "MPI library)",
-                                      d->name, a0, i, ai);
+                    /* pids: one process is a different member in each of its
+                     * communicators */
+                    nc_log_error_once("NUMACOLL_%s differs between member 0 (pid %d: %s) and "
+                                      "member %d (pid %d: %s): every member must use the same "
+                                      "value; the team is not set up (in MPI: the "
+                                      "communicator's calls go to the MPI library)",
+                                      d->name, (int)r1[0].pid, a0, i, (int)r1[i].pid, ai);
                 }
                 rc = NUMACOLL_ERR_MISMATCH;
                 break;

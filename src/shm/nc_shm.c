@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -144,6 +145,26 @@ int nc_shm_reserve(int fd, size_t off, size_t len, const char *what, char *why, 
 static int swept = -1;
 static pthread_once_t sweep_once = PTHREAD_ONCE_INIT;
 
+/* A bootstrap file (numacoll_bootstrap_named(), "numacoll-boot-NAME") that no
+ * live process holds a lock on: its members all ended before their team
+ * formed (the rule of step J1 in core/nc_bootstrap_named.c, for names that
+ * never come back). 1 when it was removed. */
+static int sweep_boot(int dfd, const char *name)
+{
+    int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    struct stat st, now;
+    int removed = 0;
+    if (!fstat(fd, &st) && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+        !(st.st_mode & 077) && !flock(fd, LOCK_EX | LOCK_NB) &&
+        !fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) && now.st_ino == st.st_ino &&
+        now.st_dev == st.st_dev)
+        removed = !unlinkat(dfd, name, 0);
+    close(fd);
+    return removed;
+}
+
 static void sweep_run(void)
 {
     int removed = 0;
@@ -158,6 +179,10 @@ static void sweep_run(void)
     time_t now = time(NULL);
     struct dirent *e;
     while ((e = readdir(d))) {
+        if (!strncmp(e->d_name, NC_SHM_PREFIX "boot-", sizeof NC_SHM_PREFIX "boot-" - 1)) {
+            removed += sweep_boot(dirfd(d), e->d_name);
+            continue;
+        }
         if (strncmp(e->d_name, prefix, plen))
             continue;
         char *end;
@@ -180,7 +205,8 @@ static void sweep_run(void)
     }
     closedir(d);
     if (removed)
-        nc_log_info(1, "removed %d stale segment(s) of dead processes from " NC_SHM_DIR, removed);
+        nc_log_info(1, "removed %d stale segment(s) or bootstrap file(s) of dead processes from "
+                    NC_SHM_DIR, removed);
     swept = removed;
 }
 

@@ -54,7 +54,9 @@ int nc_shm_fs(uint64_t *size, uint64_t *avail);
 void nc_shm_fmt_bytes(uint64_t bytes, char *buf, size_t len);
 
 /* Remove files of this user whose creating process is gone (once per process;
- * files younger than a minute are left alone). Returns how many were removed. */
+ * segments younger than a minute are left alone), and bootstrap files
+ * (numacoll_bootstrap_named()) no live process holds a lock on. Returns how
+ * many were removed. */
 int nc_shm_sweep(void);
 
 /*

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/nc_common.h"
 
@@ -277,16 +278,16 @@ int nc_tree_parse(const char *spec, nc_tree_kind_t *kind, int *k, char *err, siz
 
     if (spec == NULL)
         spec = "";
-    if (strcmp(spec, "flat") == 0) {
+    if (strcasecmp(spec, "flat") == 0) {
         kd = NC_TREE_FLAT;
-    } else if (strcmp(spec, "chain") == 0) {
+    } else if (strcasecmp(spec, "chain") == 0) {
         kd = NC_TREE_CHAIN;
-    } else if (strcmp(spec, "binary") == 0) {
+    } else if (strcasecmp(spec, "binary") == 0) {
         kd = NC_TREE_KARY;
         kk = 2;
-    } else if (strncmp(spec, "kary:", 5) == 0 && parse_k(spec + 5, 1, &kk) == 0) {
+    } else if (strncasecmp(spec, "kary:", 5) == 0 && parse_k(spec + 5, 1, &kk) == 0) {
         kd = NC_TREE_KARY;
-    } else if (strncmp(spec, "knomial:", 8) == 0 && parse_k(spec + 8, 2, &kk) == 0) {
+    } else if (strncasecmp(spec, "knomial:", 8) == 0 && parse_k(spec + 8, 2, &kk) == 0) {
         kd = NC_TREE_KNOMIAL;
     } else {
         char q[NC_QUOTE_LEN];

@@ -214,12 +214,13 @@ static int is_canonical_tree(const char *in, nc_tree_kind_t kind, int k)
 {
     char canon[32];
     nc_tree_format(kind, k, canon, sizeof canon);
-    if (!strcmp(in, canon) || (!strcmp(in, "binary") && kind == NC_TREE_KARY && k == 2))
+    /* any case, as the enums' words */
+    if (!strcasecmp(in, canon) || (!strcasecmp(in, "binary") && kind == NC_TREE_KARY && k == 2))
         return 1;
     /* kary:007 names kary:7 (leading zeros are digits too) */
     const char *colon = strchr(canon, ':'), *icolon = strchr(in, ':');
     if (!colon || !icolon || (size_t)(icolon - in) != (size_t)(colon - canon) ||
-        strncmp(in, canon, (size_t)(colon - canon)))
+        strncasecmp(in, canon, (size_t)(colon - canon)))
         return 0;
     const char *d = icolon + 1;
     while (*d == '0' && d[1])

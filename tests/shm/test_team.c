@@ -445,14 +445,9 @@ static int stale_member(const char *name, int r)
 }
 
 /* A member of a team of 2 joins and is killed before the other comes: its
- * file stays in /dev/shm. The next team of that name must form at once (it
- * used to wait 120 s for a member that had come to the old file, then fail)
- * and leave nothing. */
-static int run_stale(void)
+ * file stays in /dev/shm (path). 0 when it does. */
+static int leave_stale(const char *name, const char *path)
 {
-    char name[64], path[128];
-    snprintf(name, sizeof name, "stale-%d", (int)getpid());
-    snprintf(path, sizeof path, "/dev/shm/numacoll-boot-%s", name);
     int fds[2];
     CHECK(!pipe(fds), "pipe");
     pid_t lone = fork();
@@ -471,6 +466,18 @@ static int run_stale(void)
     kill(lone, SIGKILL);
     waitpid(lone, NULL, 0);
     CHECK(!access(path, F_OK), "the killed member left no file (nothing to test)");
+    return 0;
+}
+
+/* The next team of that name must form at once (it used to wait 120 s for a
+ * member that had come to the old file, then fail) and leave nothing. */
+static int run_stale(void)
+{
+    char name[64], path[128];
+    snprintf(name, sizeof name, "stale-%d", (int)getpid());
+    snprintf(path, sizeof path, "/dev/shm/numacoll-boot-%s", name);
+    if (leave_stale(name, path))
+        return 1;
     /* member 1 comes 0.3 s after member 0: the old file, which member 0
      * made look full, was gone by then and each waited in a file of its own */
     pid_t m[2];
@@ -501,6 +508,99 @@ static int run_stale(void)
     return 0;
 }
 
+/* A name that never comes back (a job's own): the next process that
+ * bootstraps any team on the node removes the file; a file a live member
+ * holds stays. */
+static int run_stale_other(void)
+{
+    char name[64], path[128], live[64], lpath[128];
+    snprintf(name, sizeof name, "gone-%d", (int)getpid());
+    snprintf(path, sizeof path, "/dev/shm/numacoll-boot-%s", name);
+    snprintf(live, sizeof live, "live-%d", (int)getpid());
+    snprintf(lpath, sizeof lpath, "/dev/shm/numacoll-boot-%s", live);
+    if (leave_stale(name, path))
+        return 1;
+    /* a member of a team of 2 that waits for its partner: alive, holds its file */
+    int fds[2];
+    CHECK(!pipe(fds), "pipe");
+    pid_t waiter = fork();
+    if (waiter == 0) {
+        numacoll_bootstrap_t *bs;
+        if (numacoll_bootstrap_named(live, 0, 2, &bs))
+            _exit(1);
+        (void)!write(fds[1], "j", 1);
+        pause();
+        _exit(0);
+    }
+    char c;
+    close(fds[1]);
+    CHECK(read(fds[0], &c, 1) == 1, "the live member did not join");
+    close(fds[0]);
+    pid_t other = fork();
+    if (other == 0) {
+        alarm(30);
+        numacoll_bootstrap_t *bs;
+        char own[64];
+        snprintf(own, sizeof own, "other-%d", (int)getpid());
+        if (numacoll_bootstrap_named(own, 0, 1, &bs))
+            _exit(1);
+        numacoll_bootstrap_named_free(bs);
+        _exit(0);
+    }
+    int st;
+    waitpid(other, &st, 0);
+    const int left = !access(path, F_OK), kept = !access(lpath, F_OK);
+    /* the live member's partner comes: its team forms, its file goes */
+    pid_t partner = fork();
+    if (partner == 0) {
+        alarm(30);
+        numacoll_bootstrap_t *bs;
+        if (numacoll_bootstrap_named(live, 1, 2, &bs))
+            _exit(1);
+        numacoll_bootstrap_named_free(bs);
+        _exit(0);
+    }
+    int pst;
+    waitpid(partner, &pst, 0);
+    kill(waiter, SIGKILL);
+    waitpid(waiter, NULL, 0);
+    const int lleft = !access(lpath, F_OK);
+    unlink(path); /* whatever failed: leave nothing */
+    unlink(lpath);
+    CHECK(WIFEXITED(st) && !WEXITSTATUS(st), "the other team's bootstrap failed (%d)", st);
+    CHECK(!left, "%s was not removed by the next bootstrap on the node", path);
+    CHECK(kept, "%s, held by a live member, was removed", lpath);
+    CHECK(WIFEXITED(pst) && !WEXITSTATUS(pst), "the live member's partner failed (%d)", pst);
+    CHECK(!lleft, "%s left behind after its team formed", lpath);
+    printf("stale bootstrap file of another name: removed by the next bootstrap; a live "
+           "member's kept\n");
+    return 0;
+}
+
+/* ---- a member dies between its bootstrap and the team ----------------------------- */
+
+/* The last member joins and dies; the others' team creation waits in the
+ * bootstrap's allgather for it: they must get PEER_DEAD within a fraction of
+ * a second (they used to spin 120 s and report a member that did not arrive). */
+static int body_boot_dead(int rank, int p, const char *name, void *arg)
+{
+    (void)arg;
+    numacoll_bootstrap_t *bs;
+    numacoll_team_t *t = NULL;
+    CHECK(numacoll_bootstrap_named(name, rank, p, &bs) == 0, "bootstrap");
+    if (rank == p - 1)
+        raise(SIGKILL);
+    uint64_t t0 = nc_time_ns();
+    int rc = numacoll_team_create(bs, &t);
+    double s = (double)(nc_time_ns() - t0) / 1e9;
+    CHECK(rc == NUMACOLL_ERR_PEER_DEAD, "rank %d: expected PEER_DEAD, got %d (%s)", rank, rc,
+          numacoll_strerror(rc));
+    CHECK(s < 3.0, "rank %d took %.2f s to notice the death", rank, s);
+    printf("rank %d: %s after %.3f s\n", rank, numacoll_strerror(rc), s);
+    numacoll_bootstrap_named_free(bs);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -509,6 +609,10 @@ int main(int argc, char **argv)
         rc = nc_fork_run(4, 60, body_dead, NULL, 2);
     } else if (!strcmp(mode, "stale")) {
         rc = run_stale();
+    } else if (!strcmp(mode, "stale_other")) {
+        rc = run_stale_other();
+    } else if (!strcmp(mode, "boot_dead")) {
+        rc = nc_fork_run(3, 30, body_boot_dead, NULL, 2);
     } else if (!strcmp(mode, "tunables")) {
         static const bad_t bads[] = {
             {"NUMACOLL_BCAST_TREE", "foo", -1, NUMACOLL_ERR_TUNABLE},

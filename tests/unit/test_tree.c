@@ -298,10 +298,13 @@ static void test_parse_format(void)
         {"knomial:8", "knomial:8", NC_TREE_KNOMIAL, 8},
         {"kary:65536", "kary:65536", NC_TREE_KARY, 65536},
         {"flat", "flat", NC_TREE_FLAT, 0},           {"chain", "chain", NC_TREE_CHAIN, 0},
+        /* any case, as every other word a tunable takes */
+        {"Flat", "flat", NC_TREE_FLAT, 0},           {"KARY:4", "kary:4", NC_TREE_KARY, 4},
+        {"Knomial:3", "knomial:3", NC_TREE_KNOMIAL, 3}, {"BINARY", "kary:2", NC_TREE_KARY, 2},
     };
     static const char *bad[] = {"foo",   "kary:0",  "knomial:1", "kary:",     "kary:x",
                                 "kary:2x", "",      "kary:-2",   "kary: 2",   "kary:+2",
-                                "kary:65537", "kary:99999999999999999999", "Flat", "flat ",
+                                "kary:65537", "kary:99999999999999999999", "flat ",
                                 "knomial", "kary"};
     char err[256], buf[32];
 
