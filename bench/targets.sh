@@ -24,7 +24,8 @@
 #   NUMACOLL_BENCH_NPS        process counts (default "2 4")
 #   NUMACOLL_BENCH_MPIS       libraries (default "openmpi mpich")
 #   NUMACOLL_BENCH_OUT        results (default bench/results; tables in targets/)
-# Extra arguments go to every numacoll-bench run.
+# Extra arguments go to every numacoll-bench run (not --impl: the table reads the
+# implementations native and numacoll). Exits 1 when a run failed or nothing was measured.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -37,8 +38,21 @@ nps=${NUMACOLL_BENCH_NPS:-2 4}
 mpis=${NUMACOLL_BENCH_MPIS:-openmpi mpich}
 sizes=0,8,64,256,512,4K,32K,64K,128K,256K,512K,1M,4M
 
+for part in $parts; do
+    case $part in
+    reduce|gather|bcast) ;;
+    *) echo "targets: unknown part '$part' (valid: reduce gather bcast)" >&2; exit 2 ;;
+    esac
+done
+for a in "$@"; do
+    case $a in
+    --impl|--impl=*|--sweep|--sweep=*) echo "targets: $a is not for targets.sh (the table reads native and numacoll)" >&2; exit 2 ;;
+    esac
+done
+
 mkdir -p "$out"
 table=$out/targets.txt
+failed=0 measured=0
 start=$SECONDS
 printf '%-8s %2s %3s %7s %-10s %-10s %-18s %9s %6s  %s\n' mpi p run flag_us team \
     collective band numacoll target references > "$table"
@@ -54,7 +68,6 @@ for run in $(seq 1 "$runs"); do
                 reduce) what=(-c reduce,allreduce -m "$sizes" --iter 1000,100 --op sum --type double) ;;
                 gather) what=(-c gather,scatter,allgather,alltoall -m "$sizes" --iter 1000,100) ;;
                 bcast)  what=(-c bcast -m 20:24 --no-zero --off-cache --iter 5000,250) ;;
-                *) echo "targets: unknown part '$part' (valid: reduce gather bcast)" >&2; exit 2 ;;
                 esac
                 name=$mpi-p$np-$part-run$run
                 echo "== $name: $launcher ${flags[*]} $exe ${what[*]} --time-per-size 0.25 --runs 1 $*"
@@ -63,8 +76,10 @@ for run in $(seq 1 "$runs"); do
                     --runs 1 "$@" > "$out/$name.txt" || rc=$?
                 if [ $rc != 0 ]; then
                     echo "targets: $name: numacoll-bench failed (exit $rc), see $out/$name.txt"
+                    failed=$((failed + 1))
                     continue
                 fi
+                measured=$((measured + 1))
                 awk -v mpi="$mpi" -v np="$np" -v run="$run" -f "$here/targets.awk" \
                     "$out/$name.txt" | tee -a "$table"
             done
@@ -74,4 +89,5 @@ done
 echo
 echo "== all bands (also in $table)"
 cat "$table"
-echo "targets: $((SECONDS - start)) s; one table per run in $out"
+echo "targets: $measured bench runs in $((SECONDS - start)) s ($failed failed); every run's output in $out"
+[ "$failed" = 0 ] && [ "$measured" -gt 0 ]

@@ -46,9 +46,12 @@ NUMACOLL_API const char *numacoll_version(void);
  * that bootstraps or makes a segment (each member holds a shared flock() on
  * it until numacoll_bootstrap_named_free(); a child forked in between holds
  * it too). Its allgather (numacoll_team_create()) fails with
- * NUMACOLL_ERR_PEER_DEAD within about 50 ms when a member that joined has
- * died, and with NUMACOLL_ERR_TIMEOUT after 120 s for a member that never
- * joins (one line after 10 s names it); a waiting member naps past 200 ms. */
+ * NUMACOLL_ERR_PEER_DEAD within about 50 ms when a member that joined the
+ * same file has died (each joined member holds a lock on a byte of its own;
+ * pid namespaces do not matter), and with NUMACOLL_ERR_TIMEOUT after 120 s
+ * for a member that never joins (one warning after 10 s names it; a member
+ * that died alone in a file the others had not opened yet counts as never
+ * joined: its file is removed); a waiting member naps past 200 ms. */
 NUMACOLL_API int numacoll_bootstrap_named(const char *name, int rank, int size,
                                           numacoll_bootstrap_t **out);
 NUMACOLL_API void numacoll_bootstrap_named_free(numacoll_bootstrap_t *bs);

@@ -33,10 +33,16 @@
  *
  * Waiting (joining, and every allgather round): spin, then yield, past 200 ms
  * nap 100 us so a late member gets the CPU. Every 50 ms a waiter checks that
- * the member it waits for, once joined (it stored its pid in its slot), is
- * alive: a dead one ends the wait with NUMACOLL_ERR_PEER_DEAD, as in a team's
- * collectives. A member that has not joined is waited for up to 120 s
- * (NUMACOLL_ERR_TIMEOUT), with one line after 10 s saying who is missing.
+ * the member it waits for, once joined, is alive: a joined member holds a
+ * write lock (an open file description lock, F_OFD_SETLK) on byte `bytes +
+ * rank` of the file until it frees the bootstrap or dies (a child forked in
+ * between holds it too), and marks its slot joined; a joined member whose
+ * byte nobody locks is dead, and the wait ends with NUMACOLL_ERR_PEER_DEAD,
+ * as in a team's collectives. Locks, not pids: the members may sit in
+ * different pid namespaces that share /dev/shm. The file keeps its name
+ * then, so a member still to come joins it and learns the same at once. A
+ * member that has not joined is waited for up to 120 s (NUMACOLL_ERR_TIMEOUT),
+ * with one warning after 10 s saying who is missing.
  */
 /* O_TMPFILE, linkat(): _GNU_SOURCE is the build's */
 #include <errno.h>
@@ -54,9 +60,8 @@
 
 #include "common/nc_common.h"
 #include "shm/nc_shm.h"
-#include "sync/nc_wait.h"
 
-#define NC_BOOT_MAGIC 0x4e43424fu /* "NCBO" */
+#define NC_BOOT_MAGIC 0x4e434232u /* "NCB2": the slots carry `joined` (a file of "NCBO" is refused) */
 #define NC_BOOT_SLOT 4096u
 #define NC_BOOT_TIMEOUT_NS (120ull * 1000000000ull)
 #define NC_BOOT_SAY_NS (10ull * 1000000000ull) /* the line about who is missing */
@@ -71,8 +76,9 @@ typedef struct boot_hdr {
 
 typedef struct boot_slot {
     _Atomic uint32_t seq NC_ALIGNED(NC_CACHELINE);
-    /* parity 0 only: the member's pid once it joined (0 before); relaxed:
-     * nothing is published through it, a waiter only asks whether it lives */
+    /* parity 0 only: the member's pid (for messages) once it joined and
+     * holds its lock byte, 0 before; release by the member, after the lock;
+     * pairs with the acquire in boot_check() */
     _Atomic int32_t pid;
     unsigned char data[NC_BOOT_SLOT];
 } boot_slot_t;
@@ -140,32 +146,56 @@ static void boot_unname(named_bs_t *b)
         unlink(b->path);
 }
 
+/* The lock byte of member `rank` (beyond the file's end: nothing is stored
+ * there, it only names the member). */
+static struct flock lock_byte(const named_bs_t *b, int rank, short type)
+{
+    struct flock l = {0};
+    l.l_type = type;
+    l.l_whence = SEEK_SET;
+    l.l_start = (off_t)(b->bytes + (size_t)rank);
+    l.l_len = 1;
+    return l;
+}
+
+/* Does a live process hold member i's lock byte? */
+static int holds_lock(const named_bs_t *b, int i)
+{
+    struct flock l = lock_byte(b, i, F_WRLCK);
+    if (fcntl(b->fd, F_OFD_GETLK, &l))
+        return 1; /* cannot tell: alive */
+    return l.l_type != F_UNLCK;
+}
+
 /* The check of a wait for member i's round r: NUMACOLL_ERR_PEER_DEAD when i
  * joined and has died without posting r (looked at again after the death:
  * a member that posted and then ended is no failure), else 0. */
 static int boot_check(named_bs_t *b, boot_wait_t *w, int i, const boot_slot_t *s, uint32_t r)
 {
-    const int32_t pid = atomic_load_explicit(&slot(b, 0, i)->pid, memory_order_relaxed);
+    /* acquire: pairs with member i's release of its pid, made after it took
+     * its lock byte: a pid seen means the lock was taken */
+    const int32_t pid = atomic_load_explicit(&slot(b, 0, i)->pid, memory_order_acquire);
     /* acquire: pairs with member i's release of seq (named_allgather) */
-    if (pid && nc_pid_dead(pid) && atomic_load_explicit(&s->seq, memory_order_acquire) != r) {
+    if (pid && !holds_lock(b, i) && atomic_load_explicit(&s->seq, memory_order_acquire) != r) {
         nc_log_error("bootstrap %s: member %d (pid %d) died before the team formed", b->name, i,
                      (int)pid);
-        boot_unname(b);
         return NUMACOLL_ERR_PEER_DEAD;
     }
     if (!w->said && nc_time_ns() - w->start > NC_BOOT_SAY_NS) {
         w->said = 1;
         if (pid)
-            nc_log_error("bootstrap %s: member %d of %d has waited %llu s for member %d (pid %d, "
-                         "joined, alive: stopped or busy?); it gives up at %llu s",
-                         b->name, b->pub.rank, b->pub.size, NC_BOOT_SAY_NS / 1000000000ull, i,
-                         (int)pid, NC_BOOT_TIMEOUT_NS / 1000000000ull);
+            nc_log_warn_once(b->name,
+                             "bootstrap %s: member %d of %d has waited %llu s for member %d (pid "
+                             "%d, joined, alive: stopped or busy?); it gives up at %llu s",
+                             b->name, b->pub.rank, b->pub.size, NC_BOOT_SAY_NS / 1000000000ull, i,
+                             (int)pid, NC_BOOT_TIMEOUT_NS / 1000000000ull);
         else
-            nc_log_error("bootstrap %s: member %d of %d has waited %llu s for member %d, which has "
-                         "not joined (not started, or started with another name or size?); it "
-                         "gives up at %llu s",
-                         b->name, b->pub.rank, b->pub.size, NC_BOOT_SAY_NS / 1000000000ull, i,
-                         NC_BOOT_TIMEOUT_NS / 1000000000ull);
+            nc_log_warn_once(b->name,
+                             "bootstrap %s: member %d of %d has waited %llu s for member %d, "
+                             "which has not joined (not started, or started with another name "
+                             "or size?); it gives up at %llu s",
+                             b->name, b->pub.rank, b->pub.size, NC_BOOT_SAY_NS / 1000000000ull, i,
+                             NC_BOOT_TIMEOUT_NS / 1000000000ull);
     }
     return 0;
 }
@@ -225,7 +255,6 @@ NUMACOLL_API int numacoll_bootstrap_named(const char *name, int rank, int size,
     snprintf(b->path, sizeof b->path, "/dev/shm%s", b->name);
     b->fd = -1;
 
-    nc_shm_sweep(); /* files of other names left by dead members */
     boot_wait_t w;
     boot_wait_init(&w);
     int fd = -1, rc = NUMACOLL_ERR_BOOTSTRAP;
@@ -350,9 +379,18 @@ retry:
         b->fd = -1;
         goto retry;
     }
-    atomic_store_explicit(&slot(b, 0, rank)->pid, (int32_t)getpid(), memory_order_relaxed);
+    struct flock l = lock_byte(b, rank, F_WRLCK);
+    if (fcntl(b->fd, F_OFD_SETLK, &l))
+        nc_log_info(1, "bootstrap %s: cannot lock member %d's byte (%s): its death is not "
+                    "detected before the team forms", b->name, rank, strerror(errno));
+    else
+        /* release: my lock before my pid; pairs with the acquire in boot_check() */
+        atomic_store_explicit(&slot(b, 0, rank)->pid, (int32_t)getpid(), memory_order_release);
     if (was + 1 == (uint32_t)size)
         unlink(b->path);
+    /* Files of other names whose members all died (after the join: a stale
+     * file of this name is step J1's, tested as such). */
+    nc_shm_sweep();
     *out = &b->pub;
     return 0;
 

@@ -174,8 +174,13 @@ static int of_one_node(MPI_Comm comm)
     return ok;
 }
 
+static void stats_exit_hook(void);
+static pthread_once_t stats_once = PTHREAD_ONCE_INIT;
+
 static void setup(nc_mpi_comm_t *c, const nc_config_t *cfg, int cfg_rc)
 {
+    if (NC_CFG_NUM(cfg, STATS))
+        pthread_once(&stats_once, stats_exit_hook); /* programs of MPI sessions alone */
     MPI_Comm comm = c->comm, node0;
     int lrank, lsize, failed = cfg_rc != 0;
     int rsize = 0; /* the communicator's ranks on the real node (virtual nodes: several) */
@@ -570,10 +575,45 @@ NUMACOLL_API int numacoll_mpi_stats(numacoll_mpi_stats_t *s)
 
 /* ---- MPI_Finalize ------------------------------------------------------------------ */
 
+/* The stats line's collectives (those called) and team counts after its
+ * first n characters. */
+static void stats_entries(char *line, size_t size, int n, const numacoll_mpi_stats_t *sum)
+{
+    static const char *names[] = {
+#define NC_MPI_NAME_(e, name, param) name,
+        NC_MPI_COLL_TABLE(NC_MPI_NAME_)
+#undef NC_MPI_NAME_
+    };
+    /* only the collectives called; the leaders' part only where there were
+     * leaders' calls (a job on several nodes) */
+    int shown = 0;
+    for (int i = 0; i < NC_MPI_NCOLL && n > 0 && (size_t)n < size; i++) {
+        if (!(sum->calls_numacoll[i] | sum->calls_pmpi[i] | sum->calls_leader[i] |
+              sum->pmpi_leader[i]))
+            continue;
+        shown++;
+        n += snprintf(line + n, size - (size_t)n,
+                      " %s numacoll %llu calls %llu bytes, pmpi %llu calls %llu bytes", names[i],
+                      sum->calls_numacoll[i], sum->bytes_numacoll[i], sum->calls_pmpi[i],
+                      sum->bytes_pmpi[i]);
+        if (n > 0 && (size_t)n < size && (sum->calls_leader[i] | sum->pmpi_leader[i]))
+            n += snprintf(line + n, size - (size_t)n, ", leaders %llu calls %llu pmpi",
+                          sum->calls_leader[i], sum->pmpi_leader[i]);
+        if (n > 0 && (size_t)n < size)
+            n += snprintf(line + n, size - (size_t)n, ";");
+    }
+    if (n > 0 && (size_t)n < size)
+        snprintf(line + n, size - (size_t)n, "%s teams (counted by each member) made %llu, reused %llu;",
+                 shown ? "" : " no collective called;", sum->teams_made, sum->teams_reused);
+}
+
+static atomic_int stats_said; /* print_stats() ran (MPI_Finalize) */
+
 static void print_stats(void)
 {
     MPI_Comm node;
     int lrank, lsize;
+    atomic_store_explicit(&stats_said, 1, memory_order_relaxed); /* read at exit only */
     PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     PMPI_Comm_rank(node, &lrank);
     PMPI_Comm_size(node, &lsize);
@@ -582,39 +622,36 @@ static void print_stats(void)
     PMPI_Reduce(&s, &sum, (int)(sizeof s / sizeof(unsigned long long)), MPI_UNSIGNED_LONG_LONG,
                 MPI_SUM, 0, node);
     if (lrank == 0) {
-        static const char *names[] = {
-#define NC_MPI_NAME_(e, name, param) name,
-            NC_MPI_COLL_TABLE(NC_MPI_NAME_)
-#undef NC_MPI_NAME_
-        };
         char host[64] = "?", line[2048];
         gethostname(host, sizeof host);
         int n = snprintf(line, sizeof line, "numacoll stats: node %s (%d ranks):", host, lsize);
-        /* only the collectives called on the node; the leaders' part only
-         * where there were leaders' calls (a job on several nodes) */
-        int shown = 0;
-        for (int i = 0; i < NC_MPI_NCOLL && n > 0 && (size_t)n < sizeof line; i++) {
-            if (!(sum.calls_numacoll[i] | sum.calls_pmpi[i] | sum.calls_leader[i] |
-                  sum.pmpi_leader[i]))
-                continue;
-            shown++;
-            n += snprintf(line + n, sizeof line - (size_t)n,
-                          " %s numacoll %llu calls %llu bytes, pmpi %llu calls %llu bytes",
-                          names[i], sum.calls_numacoll[i], sum.bytes_numacoll[i],
-                          sum.calls_pmpi[i], sum.bytes_pmpi[i]);
-            if (n > 0 && (size_t)n < sizeof line && (sum.calls_leader[i] | sum.pmpi_leader[i]))
-                n += snprintf(line + n, sizeof line - (size_t)n, ", leaders %llu calls %llu pmpi",
-                              sum.calls_leader[i], sum.pmpi_leader[i]);
-            if (n > 0 && (size_t)n < sizeof line)
-                n += snprintf(line + n, sizeof line - (size_t)n, ";");
-        }
-        if (n > 0 && (size_t)n < sizeof line)
-            snprintf(line + n, sizeof line - (size_t)n,
-                     "%s teams (counted by each member) made %llu, reused %llu;",
-                     shown ? "" : " no collective called;", sum.teams_made, sum.teams_reused);
+        stats_entries(line, sizeof line, n, &sum);
         fprintf(stderr, "%s\n", line);
     }
     PMPI_Comm_free(&node);
+}
+
+/* A program of MPI sessions alone (no MPI_Init, so no MPI_Finalize and no
+ * world to sum over) gets its stats from each process at exit. */
+static void stats_at_exit(void)
+{
+    int init = 1;
+    if (atomic_load_explicit(&stats_said, memory_order_relaxed) ||
+        PMPI_Initialized(&init) != MPI_SUCCESS || init)
+        return; /* MPI_Init's program: MPI_Finalize says it, or it never got there */
+    numacoll_mpi_stats_t s;
+    numacoll_mpi_stats(&s);
+    char line[2048];
+    int n = snprintf(line, sizeof line,
+                     "numacoll stats: process %d (MPI sessions, no MPI_Init: its own calls):",
+                     (int)getpid());
+    stats_entries(line, sizeof line, n, &s);
+    fprintf(stderr, "%s\n", line);
+}
+
+static void stats_exit_hook(void)
+{
+    atexit(stats_at_exit);
 }
 
 int nc_mpi_finalize(void)

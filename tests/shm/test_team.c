@@ -509,8 +509,9 @@ static int run_stale(void)
 }
 
 /* A name that never comes back (a job's own): the next process that
- * bootstraps any team on the node removes the file; a file a live member
- * holds stays. */
+ * bootstraps any team on the node (here the live member's own join, which
+ * sweeps after it joined) removes the file; a file a live member holds stays
+ * through another process's sweep. */
 static int run_stale_other(void)
 {
     char name[64], path[128], live[64], lpath[128];
@@ -572,7 +573,7 @@ static int run_stale_other(void)
     CHECK(kept, "%s, held by a live member, was removed", lpath);
     CHECK(WIFEXITED(pst) && !WEXITSTATUS(pst), "the live member's partner failed (%d)", pst);
     CHECK(!lleft, "%s left behind after its team formed", lpath);
-    printf("stale bootstrap file of another name: removed by the next bootstrap; a live "
+    printf("stale bootstrap file of another name: removed by a later bootstrap; a live "
            "member's kept\n");
     return 0;
 }
@@ -584,12 +585,19 @@ static int run_stale_other(void)
  * a second (they used to spin 120 s and report a member that did not arrive). */
 static int body_boot_dead(int rank, int p, const char *name, void *arg)
 {
-    (void)arg;
+    _Atomic uint32_t *joined = arg; /* shared by the members (MAP_SHARED) */
     numacoll_bootstrap_t *bs;
     numacoll_team_t *t = NULL;
     CHECK(numacoll_bootstrap_named(name, rank, p, &bs) == 0, "bootstrap");
-    if (rank == p - 1)
+    atomic_fetch_add(joined, 1);
+    if (rank == p - 1) {
+        /* die only once all are in the file: dying alone in it, before the
+         * others opened it, would make it a stale file (removed, then the
+         * others wait for a member that never joins) */
+        while (atomic_load(joined) < (uint32_t)p)
+            sched_yield();
         raise(SIGKILL);
+    }
     uint64_t t0 = nc_time_ns();
     int rc = numacoll_team_create(bs, &t);
     double s = (double)(nc_time_ns() - t0) / 1e9;
@@ -612,7 +620,9 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "stale_other")) {
         rc = run_stale_other();
     } else if (!strcmp(mode, "boot_dead")) {
-        rc = nc_fork_run(3, 30, body_boot_dead, NULL, 2);
+        _Atomic uint32_t *joined = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+                                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        rc = joined == MAP_FAILED ? 1 : nc_fork_run(3, 30, body_boot_dead, (void *)joined, 2);
     } else if (!strcmp(mode, "tunables")) {
         static const bad_t bads[] = {
             {"NUMACOLL_BCAST_TREE", "foo", -1, NUMACOLL_ERR_TUNABLE},
