@@ -444,12 +444,13 @@ static int stale_member(const char *name, int r)
     return 0;
 }
 
-/* A member of a team of 2 joins and is killed before the other comes: its
- * file stays in /dev/shm (path). 0 when it does. */
-static int leave_stale(const char *name, const char *path)
+/* A child that joins the team `name` as member 0 of 2 and waits there for
+ * its partner (holding its file) until it is killed; -1 if it did not join. */
+static pid_t lone_member(const char *name)
 {
     int fds[2];
-    CHECK(!pipe(fds), "pipe");
+    if (pipe(fds))
+        return -1;
     pid_t lone = fork();
     if (lone == 0) {
         numacoll_bootstrap_t *bs;
@@ -461,8 +462,21 @@ static int leave_stale(const char *name, const char *path)
     }
     char c;
     close(fds[1]);
-    CHECK(read(fds[0], &c, 1) == 1, "the lone member did not join");
+    const int joined = lone > 0 && read(fds[0], &c, 1) == 1;
     close(fds[0]);
+    if (!joined && lone > 0) {
+        kill(lone, SIGKILL);
+        waitpid(lone, NULL, 0);
+    }
+    return joined ? lone : -1;
+}
+
+/* A member of a team of 2 joins and is killed before the other comes: its
+ * file stays in /dev/shm (path). 0 when it does. */
+static int leave_stale(const char *name, const char *path)
+{
+    pid_t lone = lone_member(name);
+    CHECK(lone > 0, "the lone member did not join");
     kill(lone, SIGKILL);
     waitpid(lone, NULL, 0);
     CHECK(!access(path, F_OK), "the killed member left no file (nothing to test)");
@@ -522,21 +536,8 @@ static int run_stale_other(void)
     if (leave_stale(name, path))
         return 1;
     /* a member of a team of 2 that waits for its partner: alive, holds its file */
-    int fds[2];
-    CHECK(!pipe(fds), "pipe");
-    pid_t waiter = fork();
-    if (waiter == 0) {
-        numacoll_bootstrap_t *bs;
-        if (numacoll_bootstrap_named(live, 0, 2, &bs))
-            _exit(1);
-        (void)!write(fds[1], "j", 1);
-        pause();
-        _exit(0);
-    }
-    char c;
-    close(fds[1]);
-    CHECK(read(fds[0], &c, 1) == 1, "the live member did not join");
-    close(fds[0]);
+    pid_t waiter = lone_member(live);
+    CHECK(waiter > 0, "the live member did not join");
     pid_t other = fork();
     if (other == 0) {
         alarm(30);
