@@ -36,7 +36,7 @@
  * the member it waits for, once joined, is alive: a joined member holds a
  * write lock (an open file description lock, F_OFD_SETLK) on byte `bytes +
  * rank` of the file until it frees the bootstrap or dies (a child forked in
- * between holds it too), and marks its slot joined; a joined member whose
+ * between holds it too), and then stores its pid in its slot; a joined member whose
  * byte nobody locks is dead, and the wait ends with NUMACOLL_ERR_PEER_DEAD,
  * as in a team's collectives. Locks, not pids: the members may sit in
  * different pid namespaces that share /dev/shm. The file keeps its name
@@ -61,7 +61,7 @@
 #include "common/nc_common.h"
 #include "shm/nc_shm.h"
 
-#define NC_BOOT_MAGIC 0x4e434232u /* "NCB2": the slots carry `joined` (a file of "NCBO" is refused) */
+#define NC_BOOT_MAGIC 0x4e434232u /* "NCB2": slots with a pid (a file of "NCBO" is refused) */
 #define NC_BOOT_SLOT 4096u
 #define NC_BOOT_TIMEOUT_NS (120ull * 1000000000ull)
 #define NC_BOOT_SAY_NS (10ull * 1000000000ull) /* the line about who is missing */

@@ -603,17 +603,15 @@ static void stats_entries(char *line, size_t size, int n, const numacoll_mpi_sta
             n += snprintf(line + n, size - (size_t)n, ";");
     }
     if (n > 0 && (size_t)n < size)
-        snprintf(line + n, size - (size_t)n, "%s teams (counted by each member) made %llu, reused %llu;",
+        snprintf(line + n, size - (size_t)n,
+                 "%s teams (counted by each member) made %llu, reused %llu;",
                  shown ? "" : " no collective called;", sum->teams_made, sum->teams_reused);
 }
-
-static atomic_int stats_said; /* print_stats() ran (MPI_Finalize) */
 
 static void print_stats(void)
 {
     MPI_Comm node;
     int lrank, lsize;
-    atomic_store_explicit(&stats_said, 1, memory_order_relaxed); /* read at exit only */
     PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
     PMPI_Comm_rank(node, &lrank);
     PMPI_Comm_size(node, &lsize);
@@ -636,8 +634,7 @@ static void print_stats(void)
 static void stats_at_exit(void)
 {
     int init = 1;
-    if (atomic_load_explicit(&stats_said, memory_order_relaxed) ||
-        PMPI_Initialized(&init) != MPI_SUCCESS || init)
+    if (PMPI_Initialized(&init) != MPI_SUCCESS || init)
         return; /* MPI_Init's program: MPI_Finalize says it, or it never got there */
     numacoll_mpi_stats_t s;
     numacoll_mpi_stats(&s);
