@@ -27,6 +27,7 @@ enum numacoll_mpi_coll {
     NUMACOLL_MPI_ALLGATHERV,
     NUMACOLL_MPI_ALLTOALL,
     NUMACOLL_MPI_ALLTOALLV,
+    NUMACOLL_MPI_ALLTOALLW, /* always the MPI library's (a datatype per block), counted */
     NUMACOLL_MPI_NCOLL
 };
 

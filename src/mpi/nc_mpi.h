@@ -49,10 +49,17 @@
     X(ALLTOALL, "alltoall", NC_P_ALLTOALL_ENABLE)       \
     X(ALLTOALLV, "alltoallv", NC_P_ALLTOALLV_ENABLE)
 
+/* X(ENUM, name): the collectives numacoll wraps only to count them in
+ * NUMACOLL_STATS; each goes to the MPI library untouched. */
+#define NC_MPI_PMPI_TABLE(X) X(ALLTOALLW, "alltoallw")
+
 enum {
 #define NC_MPI_COLL_ENUM_(e, name, param) NC_MPI_##e = NUMACOLL_MPI_##e,
     NC_MPI_COLL_TABLE(NC_MPI_COLL_ENUM_)
 #undef NC_MPI_COLL_ENUM_
+#define NC_MPI_PMPI_ENUM_(e, name) NC_MPI_##e = NUMACOLL_MPI_##e,
+    NC_MPI_PMPI_TABLE(NC_MPI_PMPI_ENUM_)
+#undef NC_MPI_PMPI_ENUM_
     NC_MPI_NCOLL = NUMACOLL_MPI_NCOLL
 };
 
@@ -87,6 +94,11 @@ typedef struct nc_mpi_comm {
 nc_mpi_comm_t *nc_mpi_comm_get(MPI_Comm comm, int coll);
 
 void nc_mpi_count(int coll, int numacoll, size_t bytes);
+/* The bytes an MPI_Alltoallw sends (nc_mpi_gather.c): type(types, k) is the
+ * datatype of block k, from the C or the Fortran array. */
+size_t nc_mpi_alltoallw_bytes(const void *sendbuf, const int *counts,
+                              MPI_Datatype (*type)(const void *types, int k), const void *types,
+                              MPI_Comm comm);
 /* A call numacoll takes on c (NULL: a communicator without a state, one rank). */
 void nc_mpi_count_nc(nc_mpi_comm_t *c, int coll, size_t bytes);
 

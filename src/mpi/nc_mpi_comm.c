@@ -580,9 +580,12 @@ NUMACOLL_API int numacoll_mpi_stats(numacoll_mpi_stats_t *s)
 static void stats_entries(char *line, size_t size, int n, const numacoll_mpi_stats_t *sum)
 {
     static const char *names[] = {
-#define NC_MPI_NAME_(e, name, param) name,
+#define NC_MPI_NAME_(e, name, param) [NC_MPI_##e] = name,
         NC_MPI_COLL_TABLE(NC_MPI_NAME_)
 #undef NC_MPI_NAME_
+#define NC_MPI_PMPI_NAME_(e, name) [NC_MPI_##e] = name,
+        NC_MPI_PMPI_TABLE(NC_MPI_PMPI_NAME_)
+#undef NC_MPI_PMPI_NAME_
     };
     /* only the collectives called; the leaders' part only where there were
      * leaders' calls (a job on several nodes) */

@@ -75,7 +75,12 @@
       (const void *sendbuf, const int *sendcounts, const int *sdispls, nc_mpi_word_t sendtype,     \
        void *recvbuf, const int *recvcounts, const int *rdispls, nc_mpi_word_t recvtype,           \
        nc_mpi_word_t comm),                                                                        \
-      (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm))
+      (sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm))     \
+    X(Alltoallw, nc_mpi_alltoallw,                                                                 \
+      (const void *sendbuf, const int *sendcounts, const int *sdispls, const void *sendtypes,      \
+       void *recvbuf, const int *recvcounts, const int *rdispls, const void *recvtypes,            \
+       nc_mpi_word_t comm),                                                                        \
+      (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm))
 
 #define NC_MPI_ENTRY_(Name, impl, params, args)                                                    \
     int PMPI_##Name params;                                                                        \

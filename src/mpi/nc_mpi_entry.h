@@ -45,6 +45,10 @@ int nc_mpi_alltoall(const void *sendbuf, int sendcount, nc_mpi_word_t sendtype, 
 int nc_mpi_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdispls,
                      nc_mpi_word_t sendtype, void *recvbuf, const int *recvcounts,
                      const int *rdispls, nc_mpi_word_t recvtype, nc_mpi_word_t comm);
+/* sendtypes, recvtypes: the MPI's own arrays of datatype handles, as they came */
+int nc_mpi_alltoallw(const void *sendbuf, const int *sendcounts, const int *sdispls,
+                     const void *sendtypes, void *recvbuf, const int *recvcounts,
+                     const int *rdispls, const void *recvtypes, nc_mpi_word_t comm);
 
 /* numacoll's start-up after the MPI library's own initialisation (step list
  * in nc_mpi_init.c); runs once per process whichever binding calls it. */

@@ -41,6 +41,10 @@
  *     3. call numacoll's implementation, the one behind the C entry point
  *        (nc_mpi_entry.h): one implementation, counted once;
  *     4. its return code into ierror (OPTIONAL in mpi_f08: NULL when absent).
+ *   PASS rows (calls numacoll only counts, always the MPI library's)
+ *     1. unless the MPI is the wrong one: count the call in NUMACOLL_STATS;
+ *     2. call the MPI's own Fortran function with the same arguments (it
+ *        converts the handles and sets ierror).
  *   INIT rows
  *     0. before the MPI starts: the MPI's own function must not bring the
  *        other family's MPI (a Fortran program of the other MPI stops here
@@ -67,7 +71,7 @@
 
 /*
  * X(name, NAME, kind, Open MPI, MPICH, parameters, arguments, C call)
- *   kind       CALL or INIT, above;
+ *   kind       CALL, PASS or INIT, above;
  *   Open MPI, MPICH: the symbols numacoll defines with each MPI:
  *              ALL  mpi_<name>_, mpi_<name>__, mpi_<name>, MPI_<NAME> and
  *                   mpi_<name>_f08_;
@@ -77,7 +81,7 @@
  *              passed by reference, and Open MPI's mpi_f08 passes choice
  *              buffers as plain addresses);
  *   C call     CALL: numacoll's implementation, returning an MPI error code;
- *              INIT: numacoll's start-up.
+ *              PASS: the count; INIT: numacoll's start-up.
  */
 #define NC_MPI_F_TABLE(X)                                                                          \
     X(init, INIT, INIT, ALL, ALL, (MPI_Fint *ierror), (ierror), nc_mpi_after_init())               \
@@ -161,7 +165,14 @@
        ierror),                                                                                    \
       nc_mpi_alltoallv(NC_F_BUF_IN_PLACE(sendbuf), (const int *)sendcounts, (const int *)sdispls,  \
        NC_F_TYPE(sendtype), NC_F_BUF(recvbuf), (const int *)recvcounts, (const int *)rdispls,      \
-       NC_F_TYPE(recvtype), NC_F_COMM(comm)))
+       NC_F_TYPE(recvtype), NC_F_COMM(comm)))                                                      \
+    X(alltoallw, ALLTOALLW, PASS, ALL, NONE,                                                       \
+      (void *sendbuf, MPI_Fint *sendcounts, MPI_Fint *sdispls, MPI_Fint *sendtypes, void *recvbuf, \
+       MPI_Fint *recvcounts, MPI_Fint *rdispls, MPI_Fint *recvtypes, MPI_Fint *comm,               \
+       MPI_Fint *ierror),                                                                          \
+      (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,     \
+       ierror),                                                                                    \
+      nc_f_count_alltoallw(sendbuf, sendcounts, sendtypes, comm))
 
 /* ---- step 2: conversions ------------------------------------------------------------ */
 
@@ -216,6 +227,20 @@ static void *nc_f_buf(void *p, int in_place_ok)
 }
 #define NC_F_BUF(p) nc_f_buf(p, 0)
 #define NC_F_BUF_IN_PLACE(p) nc_f_buf(p, 1)
+
+static MPI_Datatype nc_f_type_at(const void *types, int k)
+{
+    return PMPI_Type_f2c(((const MPI_Fint *)types)[k]);
+}
+
+/* PASS row alltoallw, step 1. */
+static void nc_f_count_alltoallw(void *sendbuf, const MPI_Fint *sendcounts,
+                                 const MPI_Fint *sendtypes, const MPI_Fint *comm)
+{
+    nc_mpi_count(NC_MPI_ALLTOALLW, 0,
+                 nc_mpi_alltoallw_bytes(NC_F_BUF_IN_PLACE(sendbuf), (const int *)sendcounts,
+                                        nc_f_type_at, sendtypes, PMPI_Comm_f2c(*comm)));
+}
 #endif
 /* With MPICH no row has a buffer (its Fortran layer reaches the C entry point
  * for those calls); a row that needs one there must add MPICH's sentinels
@@ -261,6 +286,13 @@ static void nc_f_set(MPI_Fint *ierror, int rc)
     }                                                                                              \
     /* 2., 3., 4. */                                                                               \
     nc_f_set(ierror, call);
+
+#define NC_F_BODY_PASS(sym, params, args, call)                                                    \
+    /* 1. */                                                                                       \
+    if (!nc_mpi_is_foreign())                                                                      \
+        call;                                                                                      \
+    /* 2. */                                                                                       \
+    NC_F_OWN(sym, params) args;
 
 #define NC_F_BODY_INIT(sym, params, args, call)                                                    \
     /* 0. */                                                                                       \

@@ -33,7 +33,9 @@
  * that call's block when the two calls agree (an erroneous program, which
  * the MPI libraries do not catch either). Type signatures beyond
  * the byte count are not compared (the MPI libraries do not either).
- * MPI_Alltoallw and intercommunicators are not wrapped: the MPI library.
+ * MPI_Alltoallw (a datatype per block) and intercommunicators go to the MPI
+ * library, counted in NUMACOLL_STATS (nc_mpi_alltoallw() is that and nothing
+ * else).
  */
 #include <limits.h>
 #include <stddef.h>
@@ -1152,4 +1154,37 @@ int nc_mpi_alltoallv(const void *sendbuf, const int *sendcounts, const int *sdis
     xcall_t x = {NC_MPI_ALLTOALLV, sendbuf, 0, sendcounts, sdispls, T(sendtype), recvbuf,
                  0, recvcounts, rdispls, T(recvtype), -1, C(comm)};
     return xg_mpi(&x);
+}
+
+/* What an MPI_Alltoallw sends, for NUMACOLL_STATS: counts[k] elements of
+ * type(types, k) to each of the comm's (remote group's) ranks k; 0 in place. */
+size_t nc_mpi_alltoallw_bytes(const void *sendbuf, const int *counts,
+                              MPI_Datatype (*type)(const void *types, int k), const void *types,
+                              MPI_Comm comm)
+{
+    int inter = 0, p = 0;
+    if (sendbuf == MPI_IN_PLACE || !counts || !types || comm == MPI_COMM_NULL ||
+        PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS)
+        return 0;
+    if ((inter ? PMPI_Comm_remote_size(comm, &p) : PMPI_Comm_size(comm, &p)) != MPI_SUCCESS)
+        return 0;
+    size_t n = 0;
+    for (int k = 0; k < p; k++)
+        n += bytes_of(counts[k], type(types, k));
+    return n;
+}
+
+static MPI_Datatype c_type(const void *types, int k)
+{
+    return ((const MPI_Datatype *)types)[k];
+}
+
+int nc_mpi_alltoallw(const void *sendbuf, const int *sendcounts, const int *sdispls,
+                     const void *sendtypes, void *recvbuf, const int *recvcounts,
+                     const int *rdispls, const void *recvtypes, nc_mpi_word_t comm)
+{
+    nc_mpi_count(NC_MPI_ALLTOALLW, 0,
+                 nc_mpi_alltoallw_bytes(sendbuf, sendcounts, c_type, sendtypes, C(comm)));
+    return PMPI_Alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
+                          recvtypes, C(comm));
 }

@@ -4,7 +4,7 @@
 # Passes when the program exits 0 after "fcoll: 0 errors", numacoll's start-up
 # ran once ("started: node budget page shared by NP ranks"), and the single
 # NUMACOLL_STATS line counts exactly the broadcasts, barriers, reductions and
-# gather-family calls the program expects numacoll and the MPI library to have handled
+# gather-family calls (MPI_Alltoallw included) the program expects numacoll and the MPI library to have handled
 # ("fcoll expect: bcast numacoll A pmpi B barrier ... reduce ... allreduce ...").
 set -u
 flavor=$1 mpiexec=$2 flags=$3 np=$4 mode=$5 lib=$6 prog=$7
@@ -32,7 +32,7 @@ n=$(grep -c "started: node budget page shared by $np ranks" <<<"$out")
 [ "$(grep -c "^numacoll stats:" <<<"$out")" = 1 ] || fail "not exactly one stats line"
 want= got=
 for c in bcast barrier reduce allreduce gather gatherv scatter scatterv allgather allgatherv \
-    alltoall alltoallv; do
+    alltoall alltoallv alltoallw; do
     # "[:;] $c" and " $c": reduce is not the end of allreduce.
     w=$(sed -n "s/^fcoll expect:.* $c numacoll \([0-9]*\) pmpi \([0-9]*\)\( .*\)\{0,1\}\$/\1 \2/p" <<<"$out")
     g=$(sed -n "s/^numacoll stats:.*[:;] $c numacoll \([0-9]*\) calls [0-9]* bytes, pmpi \([0-9]*\) calls.*/\1 \2/p" <<<"$out")

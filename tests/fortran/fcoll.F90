@@ -36,11 +36,13 @@
 ! with uneven counts (0 among them for 1-element blocks) laid out in reverse
 ! rank order; each with MPI_IN_PLACE where MPI has it (not MPI_Alltoallv);
 ! every element checked, and the one after the data. numacoll takes these on
-! a communicator of one rank too (a local copy, docs/gather.md).
+! a communicator of one rank too (a local copy, docs/gather.md). Then
+! MPI_Alltoallw of the alltoallv's blocks, which numacoll only counts (the
+! MPI library's call).
 !
 ! Rank 0 prints the calls it expects numacoll to have handled (communicators
 ! of 2 or more ranks) and those it expects the MPI library to have (1 rank;
-! the non-commutative user op when the communicator spans
+! every MPI_Alltoallw; the non-commutative user op when the communicator spans
 ! several nodes, i.e. with NUMACOLL_TEST_VIRTUAL_NODES > 1), for
 ! tests/fortran/check_fortran.sh to compare with the NUMACOLL_STATS line,
 ! then "fcoll: N errors".
@@ -124,7 +126,7 @@ program fcoll
   ! calls(c) numacoll, calls(c + 1) MPI library, for c = the collectives' k_*
   integer, parameter :: k_bcast = 1, k_barrier = 3, k_reduce = 5, k_allreduce = 7, &
     k_gather = 9, k_gatherv = 11, k_scatter = 13, k_scatterv = 15, k_allgather = 17, &
-    k_allgatherv = 19, k_alltoall = 21, k_alltoallv = 23, nk = 24
+    k_allgatherv = 19, k_alltoall = 21, k_alltoallv = 23, k_alltoallw = 25, nk = 26
   integer(8) :: calls(nk), total(nk)
   character(len=16) :: arg
   logical :: thread, mismatch
@@ -192,7 +194,7 @@ program fcoll
   call MPI_Reduce(calls, total, nk, MPI_INTEGER8, MPI_SUM, 0, world, ierr)
   call MPI_Allreduce(MPI_IN_PLACE, errors, 1, MPI_INTEGER, MPI_SUM, world, ierr)
   if (rank == 0) then
-    print '(24(a,i0))', 'fcoll expect: bcast numacoll ', total(1), ' pmpi ', total(2), &
+    print '(26(a,i0))', 'fcoll expect: bcast numacoll ', total(1), ' pmpi ', total(2), &
       ' barrier numacoll ', total(3), ' pmpi ', total(4), &
       ' reduce numacoll ', total(5), ' pmpi ', total(6), &
       ' allreduce numacoll ', total(7), ' pmpi ', total(8), &
@@ -203,7 +205,8 @@ program fcoll
       ' allgather numacoll ', total(17), ' pmpi ', total(18), &
       ' allgatherv numacoll ', total(19), ' pmpi ', total(20), &
       ' alltoall numacoll ', total(21), ' pmpi ', total(22), &
-      ' alltoallv numacoll ', total(23), ' pmpi ', total(24)
+      ' alltoallv numacoll ', total(23), ' pmpi ', total(24), &
+      ' alltoallw numacoll ', total(25), ' pmpi ', total(26)
     print '(a,i0,a)', 'fcoll: ', errors, ' errors'
   end if
   call MPI_Comm_free(half, ierr)
@@ -830,7 +833,8 @@ contains
     integer, intent(in) :: csize, n
     integer, allocatable :: s(:), r(:), want(:), cnt(:), dsp(:), scnt(:), sdsp(:), rcnt(:), &
                             rdsp(:), ecnt(:), edsp(:)
-    integer :: me, root, i, j, ierr, tot, m, ip, last
+    TYPE_T, allocatable :: wtypes(:)
+    integer :: me, root, i, j, ierr, tot, m, ip, last, isz
     logical :: inp
     call MPI_Comm_rank(comm, me, ierr)
     m = csize * (n + 2) + 1
@@ -978,6 +982,15 @@ contains
     call MPI_Alltoallv(s, scnt, sdsp, MPI_INTEGER, r, rcnt, rdsp, MPI_INTEGER, comm, ierr_last)
     call tally_to(k_alltoallv, .true.)
     call xg_check(r, want, 'alltoallv', n, -1, .false.)
+    ! MPI_Alltoallw of the same blocks (a datatype per block, displacements in
+    ! bytes): always the MPI library's, counted by numacoll
+    allocate(wtypes(0:csize - 1))
+    wtypes = MPI_INTEGER
+    isz = storage_size(s(1)) / 8
+    r = -7
+    call MPI_Alltoallw(s, scnt, sdsp * isz, wtypes, r, rcnt, rdsp * isz, wtypes, comm, ierr_last)
+    call tally_to(k_alltoallw, .false.)
+    call xg_check(r, want, 'alltoallw', n, -1, .false.)
   end subroutine
 
   logical function sl_of(k, r)

@@ -21,7 +21,9 @@
  *     MPI library's;
  *  5. mode mismatch: one rank passes one element more (errors return): with
  *     numacoll, MPI_ERR_TRUNCATE exactly on the ranks that receive a block
- *     of another size, success elsewhere, no hang; then a right call works.
+ *     of another size, success elsewhere, no hang; then a right call works;
+ *  6. MPI_Alltoallw (world, reversed): the MPI library's, counted once as
+ *     such with the bytes it sends, every received int checked.
  * Usage: test_mpi_gather quick | full | mismatch
  */
 #include <mpi.h>
@@ -454,6 +456,69 @@ static void stats_bytes(int p)
     free(rb);
 }
 
+/* MPI_Alltoallw is the MPI library's, counted by numacoll as one such call of
+ * the bytes it sends: rank s sends s + d + 1 ints (of its rank and d) to
+ * rank d, a datatype per block (MPI_INT and a contiguous pair of them),
+ * displacements in bytes; every received int checked. */
+static void alltoallw_counted(MPI_Comm comm)
+{
+    int p, me;
+    MPI_Comm_size(comm, &p);
+    MPI_Comm_rank(comm, &me);
+    int *sc = malloc(sizeof(int) * 4 * (size_t)p), *sd = sc + p, *rc = sc + 2 * p, *rd = sc + 3 * p;
+    MPI_Datatype *st = malloc(sizeof(MPI_Datatype) * 2 * (size_t)p), *rt = st + p;
+    int stot = 0, rtot = 0;
+    for (int k = 0; k < p; k++) {
+        /* a pair type where the block is even, ints where odd */
+        const int sn = me + k + 1, rn = k + me + 1;
+        st[k] = sn % 2 ? MPI_INT : t_pair;
+        rt[k] = rn % 2 ? MPI_INT : t_pair;
+        sc[k] = sn % 2 ? sn : sn / 2;
+        rc[k] = rn % 2 ? rn : rn / 2;
+        sd[k] = stot * (int)sizeof(int);
+        rd[k] = rtot * (int)sizeof(int);
+        stot += sn;
+        rtot += rn;
+    }
+    int *sb = malloc(sizeof(int) * (size_t)stot), *rb = malloc(sizeof(int) * (size_t)(rtot + 1));
+    for (int k = 0, o = 0; k < p; k++)
+        for (int i = 0; i < me + k + 1; i++)
+            sb[o++] = me * 1000000 + k * 1000 + i;
+    for (int i = 0; i <= rtot; i++)
+        rb[i] = -1;
+    numacoll_mpi_stats_t s0, s1;
+    numacoll_mpi_stats(&s0);
+    const int e = MPI_Alltoallw(sb, sc, sd, st, rb, rc, rd, rt, comm);
+    numacoll_mpi_stats(&s1);
+    const int w = NUMACOLL_MPI_ALLTOALLW;
+    if (e != MPI_SUCCESS || s1.calls_pmpi[w] - s0.calls_pmpi[w] != 1 ||
+        s1.calls_numacoll[w] != s0.calls_numacoll[w] ||
+        s1.bytes_pmpi[w] - s0.bytes_pmpi[w] != sizeof(int) * (unsigned long long)stot) {
+        fprintf(stderr, "rank %d: MPI_Alltoallw returned %d, NUMACOLL_STATS counted %llu calls "
+                "of the MPI library, %llu of numacoll, %llu bytes (want 1, 0, %llu)\n", g_rank, e,
+                s1.calls_pmpi[w] - s0.calls_pmpi[w], s1.calls_numacoll[w] - s0.calls_numacoll[w],
+                s1.bytes_pmpi[w] - s0.bytes_pmpi[w], sizeof(int) * (unsigned long long)stot);
+        failures++;
+    }
+    for (int k = 0, o = 0; k < p; k++)
+        for (int i = 0; i < k + me + 1; i++, o++)
+            if (rb[o] != k * 1000000 + me * 1000 + i) {
+                fprintf(stderr, "rank %d: MPI_Alltoallw: int %d of the block from %d is %d\n",
+                        g_rank, i, k, rb[o]);
+                failures++;
+                k = p;
+                break;
+            }
+    if (rb[rtot] != -1) {
+        fprintf(stderr, "rank %d: MPI_Alltoallw wrote past its blocks\n", g_rank);
+        failures++;
+    }
+    free(sb);
+    free(rb);
+    free(sc);
+    free(st);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -522,6 +587,13 @@ int main(int argc, char **argv)
         a2av_negative(MPI_COMM_WORLD);
     if (check == 1)
         stats_bytes(p);
+    if (strcmp(mode, "mismatch")) {
+        MPI_Comm rev;
+        MPI_Comm_split(MPI_COMM_WORLD, 0, p - g_rank, &rev);
+        alltoallw_counted(MPI_COMM_WORLD);
+        alltoallw_counted(rev);
+        MPI_Comm_free(&rev);
+    }
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (g_rank == 0)

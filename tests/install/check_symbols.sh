@@ -21,8 +21,9 @@ exported=$(nm -D --defined-only "$lib" | awk '{print $3}' | sort)
 other=$(grep -vE '^(numacoll_|MPI_|mpi_)' <<<"$exported")
 [ -n "$other" ] && bad "exported beyond numacoll_*, MPI_*, mpi_*:" $other
 c="MPI_Init MPI_Init_thread MPI_Finalize MPI_Bcast MPI_Barrier MPI_Reduce MPI_Allreduce MPI_Gather
-   MPI_Gatherv MPI_Scatter MPI_Scatterv MPI_Allgather MPI_Allgatherv MPI_Alltoall MPI_Alltoallv"
-gf="gather gatherv scatter scatterv allgather allgatherv alltoall alltoallv"
+   MPI_Gatherv MPI_Scatter MPI_Scatterv MPI_Allgather MPI_Allgatherv MPI_Alltoall MPI_Alltoallv
+   MPI_Alltoallw"
+gf="gather gatherv scatter scatterv allgather allgatherv alltoall alltoallv alltoallw"
 mangle() { for n in "$@"; do echo "mpi_${n}_ mpi_${n}__ mpi_$n MPI_${n^^}"; done; }
 f08() { for n in "$@"; do echo "mpi_${n}_f08_"; done; }
 if [ "$flavor" = openmpi ]; then
