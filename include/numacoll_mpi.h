@@ -38,6 +38,10 @@ typedef struct numacoll_mpi_stats {
      * collective PMPI calls it made for them on the leaders' communicator
      * (the messages that cross the network). */
     unsigned long long calls_leader[NUMACOLL_MPI_NCOLL], pmpi_leader[NUMACOLL_MPI_NCOLL];
+    /* numacoll's calls in which this process moved data by CMA (a kernel
+     * single copy between the processes' own buffers) instead of through the
+     * shared segment: which transport ran (docs/transport.md). */
+    unsigned long long calls_cma[NUMACOLL_MPI_NCOLL];
     /* Node teams this process was a member of: made new, and taken from the
      * team cache (a freed communicator's team, NUMACOLL_TEAM_CACHE). */
     unsigned long long teams_made, teams_reused;

@@ -86,6 +86,7 @@ typedef struct nc_mpi_comm {
      * those were 8-10 ns of a 17 ns zero-byte MPI_Allgather); added to the
      * totals when the state is freed */
     _Atomic unsigned long long ncalls[NC_MPI_NCOLL], nbytes[NC_MPI_NCOLL];
+    _Atomic unsigned long long ncma[NC_MPI_NCOLL]; /* of ncalls, those that used CMA */
     struct nc_mpi_comm *next, *prev; /* every live state, freed at MPI_Finalize */
 } nc_mpi_comm_t;
 
@@ -94,6 +95,11 @@ typedef struct nc_mpi_comm {
 nc_mpi_comm_t *nc_mpi_comm_get(MPI_Comm comm, int coll);
 
 void nc_mpi_count(int coll, int numacoll, size_t bytes);
+/* Which transport a call of numacoll's took: the mark before its core calls,
+ * then nc_mpi_count_cma() after them counts it as a CMA call when the team
+ * moved data by CMA in between. */
+unsigned long long nc_mpi_cma_mark(const nc_mpi_comm_t *c);
+void nc_mpi_count_cma(nc_mpi_comm_t *c, int coll, unsigned long long mark);
 /* The bytes an MPI_Alltoallw sends (nc_mpi_gather.c): type(types, k) is the
  * datatype of block k, from the C or the Fortran array. */
 size_t nc_mpi_alltoallw_bytes(const void *sendbuf, const int *counts,

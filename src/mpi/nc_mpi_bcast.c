@@ -199,6 +199,7 @@ int nc_mpi_bcast(void *buf, int count, nc_mpi_word_t datatype, int root, nc_mpi_
         PMPI_Type_size(dt, &tsize);
     size_t bytes = (size_t)count * (size_t)tsize;
     nc_mpi_count_nc(c, NC_MPI_BCAST, bytes);
+    const unsigned long long cma = nc_mpi_cma_mark(c);
     MPI_Datatype shifted = MPI_DATATYPE_NULL;
     if (buf == MPI_BOTTOM && bytes)
         nc_dtype_unbottom(&buf, &dt, &shifted);
@@ -231,5 +232,6 @@ int nc_mpi_bcast(void *buf, int count, nc_mpi_word_t datatype, int root, nc_mpi_
     }
     if (shifted != MPI_DATATYPE_NULL)
         PMPI_Type_free(&shifted);
+    nc_mpi_count_cma(c, NC_MPI_BCAST, cma);
     return rc ? nc_mpi_error(comm, rc, "MPI_Bcast") : MPI_SUCCESS;
 }

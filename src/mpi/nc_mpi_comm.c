@@ -46,6 +46,7 @@ static nc_mpi_comm_t *live; /* every state still attached to a communicator */
 
 static _Atomic unsigned long long stat_calls[2][NC_MPI_NCOLL], stat_bytes[2][NC_MPI_NCOLL];
 static _Atomic unsigned long long stat_leader[2][NC_MPI_NCOLL]; /* calls, PMPI calls */
+static _Atomic unsigned long long stat_cma[NC_MPI_NCOLL]; /* CMA calls of freed states */
 static _Atomic unsigned long long stat_teams[2]; /* made, taken from the team cache */
 static _Atomic int node_job_ranks; /* the job's ranks on this node (MPI_Init; 0: unknown) */
 
@@ -78,6 +79,24 @@ void nc_mpi_count_nc(nc_mpi_comm_t *c, int coll, size_t bytes)
                           memory_order_relaxed);
     atomic_store_explicit(&c->nbytes[coll],
                           atomic_load_explicit(&c->nbytes[coll], memory_order_relaxed) + bytes,
+                          memory_order_relaxed);
+}
+
+unsigned long long nc_mpi_cma_mark(const nc_mpi_comm_t *c)
+{
+    const numacoll_team_t *t = c ? c->team : NULL; /* c NULL: a communicator of one rank */
+    /* the core's counts of this member's broadcasts, reductions and
+     * gather-family blocks by CMA (only this thread moves them) */
+    return t ? t->cma_calls + t->reduce_cma + t->gather_cma : 0;
+}
+
+void nc_mpi_count_cma(nc_mpi_comm_t *c, int coll, unsigned long long mark)
+{
+    if (!c || nc_mpi_cma_mark(c) == mark)
+        return;
+    /* relaxed, load and store: one writer, as for ncalls */
+    atomic_store_explicit(&c->ncma[coll],
+                          atomic_load_explicit(&c->ncma[coll], memory_order_relaxed) + 1,
                           memory_order_relaxed);
 }
 
@@ -114,6 +133,9 @@ static int delete_fn(MPI_Comm comm, int kv, void *attr, void *extra)
                                   memory_order_relaxed);
         atomic_fetch_add_explicit(&stat_bytes[1][i],
                                   atomic_load_explicit(&c->nbytes[i], memory_order_relaxed),
+                                  memory_order_relaxed);
+        atomic_fetch_add_explicit(&stat_cma[i],
+                                  atomic_load_explicit(&c->ncma[i], memory_order_relaxed),
                                   memory_order_relaxed);
     }
     if (c->prev)
@@ -558,9 +580,11 @@ NUMACOLL_API int numacoll_mpi_stats(numacoll_mpi_stats_t *s)
     for (int i = 0; i < NC_MPI_NCOLL; i++) {
         s->calls_numacoll[i] = atomic_load_explicit(&stat_calls[1][i], memory_order_relaxed);
         s->bytes_numacoll[i] = atomic_load_explicit(&stat_bytes[1][i], memory_order_relaxed);
+        s->calls_cma[i] = atomic_load_explicit(&stat_cma[i], memory_order_relaxed);
         for (const nc_mpi_comm_t *c = live; c; c = c->next) {
             s->calls_numacoll[i] += atomic_load_explicit(&c->ncalls[i], memory_order_relaxed);
             s->bytes_numacoll[i] += atomic_load_explicit(&c->nbytes[i], memory_order_relaxed);
+            s->calls_cma[i] += atomic_load_explicit(&c->ncma[i], memory_order_relaxed);
         }
         s->calls_pmpi[i] = atomic_load_explicit(&stat_calls[0][i], memory_order_relaxed);
         s->bytes_pmpi[i] = atomic_load_explicit(&stat_bytes[0][i], memory_order_relaxed);
@@ -588,7 +612,8 @@ static void stats_entries(char *line, size_t size, int n, const numacoll_mpi_sta
 #undef NC_MPI_PMPI_NAME_
     };
     /* only the collectives called; the leaders' part only where there were
-     * leaders' calls (a job on several nodes) */
+     * leaders' calls (a job on several nodes), the CMA part only where calls
+     * moved data by CMA */
     int shown = 0;
     for (int i = 0; i < NC_MPI_NCOLL && n > 0 && (size_t)n < size; i++) {
         if (!(sum->calls_numacoll[i] | sum->calls_pmpi[i] | sum->calls_leader[i] |
@@ -602,6 +627,8 @@ static void stats_entries(char *line, size_t size, int n, const numacoll_mpi_sta
         if (n > 0 && (size_t)n < size && (sum->calls_leader[i] | sum->pmpi_leader[i]))
             n += snprintf(line + n, size - (size_t)n, ", leaders %llu calls %llu pmpi",
                           sum->calls_leader[i], sum->pmpi_leader[i]);
+        if (n > 0 && (size_t)n < size && sum->calls_cma[i])
+            n += snprintf(line + n, size - (size_t)n, ", cma %llu calls", sum->calls_cma[i]);
         if (n > 0 && (size_t)n < size)
             n += snprintf(line + n, size - (size_t)n, ";");
     }

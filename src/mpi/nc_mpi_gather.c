@@ -944,6 +944,7 @@ static int xg_mpi(xcall_t *x)
                        : rbasic         ? (size_t)(x->rcount > 0 ? x->rcount : 0) * (size_t)rbasic
                                         : bytes_of(x->rcount, x->rtype);
     nc_mpi_count_nc(c, coll, v ? sent_bytes(x, p, me) : sends_p ? (size_t)p * sb1 : sb1);
+    const unsigned long long cma = nc_mpi_cma_mark(c);
     /* Nothing to move: with one count and type for every block (the uniform
      * forms), zero bytes here are zero bytes on every rank of a correct
      * program; the MPI libraries return at once too. */
@@ -975,6 +976,7 @@ static int xg_mpi(xcall_t *x)
             rc = numacoll_alltoall(t, ip ? NUMACOLL_IN_PLACE : x->sbuf, x->rbuf, n);
             break;
         }
+        nc_mpi_count_cma(c, coll, cma);
         return rc ? nc_mpi_error(x->comm, rc, mpi_name[coll]) : MPI_SUCCESS;
     }
 
@@ -1080,6 +1082,7 @@ static int xg_mpi(xcall_t *x)
         side_unpack(&R, x->comm, gath && ip ? me : -1);
     side_fini(&S);
     side_fini(&R);
+    nc_mpi_count_cma(c, coll, cma);
     return rc ? nc_mpi_error(x->comm, rc, mpi_name[coll]) : MPI_SUCCESS;
 }
 

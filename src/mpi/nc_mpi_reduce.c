@@ -506,6 +506,7 @@ static int reduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
                    : PMPI_Reduce(sendbuf, recvbuf, count, dt, op, root, comm);
     }
     nc_mpi_count_nc(c, coll, (size_t)count * (size_t)q.tsize); /* count >= 0: qualify() */
+    const unsigned long long cma = nc_mpi_cma_mark(c);
     const size_t bytes = q.n * q.es;
     const int me = c->rank, reader = all || me == root;
     const int in_place = sendbuf == MPI_IN_PLACE;
@@ -520,6 +521,7 @@ static int reduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
         void *out = reader ? recvbuf : NULL;
         const int rc = node_reduce(c, &q, in == out ? NUMACOLL_IN_PLACE : in, out,
                                    all ? -1 : c->lrank_of[root]);
+        nc_mpi_count_cma(c, coll, cma);
         return rc ? nc_mpi_error(comm, rc, name) : MPI_SUCCESS;
     }
     MPI_Datatype sshift = MPI_DATATYPE_NULL, rshift = MPI_DATATYPE_NULL, sdt = dt, rdt = dt;
@@ -605,6 +607,7 @@ static int reduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
         PMPI_Type_free(&sshift);
     if (rshift != MPI_DATATYPE_NULL)
         PMPI_Type_free(&rshift);
+    nc_mpi_count_cma(c, coll, cma);
     return rc ? nc_mpi_error(comm, rc, name) : MPI_SUCCESS;
 }
 

@@ -568,6 +568,29 @@ int main(int argc, char **argv)
                                                              : "no block went by CMA");
             failures++;
         }
+        /* NUMACOLL_STATS says which transport ran: calls by CMA exactly
+         * when blocks went by CMA, never more than numacoll's calls */
+        numacoll_mpi_stats_t st;
+        numacoll_mpi_stats(&st);
+        unsigned long long ncma = 0;
+        for (int k = NUMACOLL_MPI_GATHER; k <= NUMACOLL_MPI_ALLTOALLV; k++) {
+            ncma += st.calls_cma[k];
+            if (st.calls_cma[k] > st.calls_numacoll[k]) {
+                fprintf(stderr, "rank %d: NUMACOLL_STATS: %llu calls by CMA of %llu\n", g_rank,
+                        st.calls_cma[k], st.calls_numacoll[k]);
+                failures++;
+            }
+        }
+        if (tw && tw->gather_cma && !ncma) {
+            fprintf(stderr, "rank %d: %llu blocks went by CMA, NUMACOLL_STATS counts no call\n",
+                    g_rank, (unsigned long long)tw->gather_cma);
+            failures++;
+        }
+        if (!(tw && tw->cma) && check == 1 && ncma) {
+            fprintf(stderr, "rank %d: no CMA here, NUMACOLL_STATS counts %llu calls by it\n",
+                    g_rank, ncma);
+            failures++;
+        }
         /* NUMACOLL_TEST_DOMAINS=v (member k on virtual node k % v) with
          * NUMACOLL_ALLGATHER_NUMA_MIN=0: a rank whose node has another rank
          * carried blocks into it or read them from their carrier */

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/nc_team.h"
 #include "numacoll_mpi.h"
 
 static int failures;
@@ -257,6 +258,31 @@ static void root_test(MPI_Comm comm, const char *shape)
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL);
 }
 
+/* NUMACOLL_STATS says which transport ran: one more broadcast of 1 MiB is
+ * counted by CMA exactly when the team moved it by CMA (its own count). */
+static void transport_said(MPI_Comm comm, const char *shape)
+{
+    /* every rank calls; a rank without a team (alone on its node, or the
+     * communicator the MPI library's) checks the bytes only */
+    numacoll_team_t *team = numacoll_mpi_comm_team(comm);
+    const size_t n = 1 << 20;
+    char *buf = malloc(n);
+    int me;
+    MPI_Comm_rank(comm, &me);
+    memset(buf, me == 0 ? 'r' : '?', n);
+    numacoll_mpi_stats_t a, b;
+    numacoll_mpi_stats(&a);
+    const uint64_t cma0 = team ? team->cma_calls : 0;
+    CHECK(MPI_Bcast(buf, (int)n, MPI_BYTE, 0, comm) == MPI_SUCCESS, "%s: 1 MiB", shape);
+    numacoll_mpi_stats(&b);
+    const unsigned long long cm = b.calls_cma[NUMACOLL_MPI_BCAST] - a.calls_cma[NUMACOLL_MPI_BCAST];
+    const int moved = team && team->cma_calls != cma0;
+    CHECK(cm == (unsigned long long)moved, "%s: the team %s the 1 MiB broadcast by CMA, "
+          "NUMACOLL_STATS counts %llu calls by CMA", shape, moved ? "moved" : "did not move", cm);
+    CHECK(buf[0] == 'r' && buf[n - 1] == 'r', "%s: 1 MiB: wrong bytes", shape);
+    free(buf);
+}
+
 static void run_shape(MPI_Comm comm, const char *shape, int quick)
 {
     if (comm == MPI_COMM_NULL)
@@ -282,6 +308,7 @@ static void run_shape(MPI_Comm comm, const char *shape, int quick)
           shape, size, nc, pm);
     total_nc += nc;
     total_pm += pm;
+    transport_said(comm, shape);
 }
 
 int main(int argc, char **argv)

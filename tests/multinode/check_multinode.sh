@@ -156,7 +156,7 @@ expect_stats()
         line=$(grep "numacoll stats: node ncnode$((k + 1)) (${spec[$k]} ranks)" "$out") ||
             fail "no NUMACOLL_STATS line for ncnode$((k + 1)) with ${spec[$k]} ranks"
         for c in "$@"; do
-            grep -qE " $c numacoll [1-9][0-9]* calls [0-9]+ bytes, pmpi $pmpi calls [0-9]+ bytes, leaders [1-9][0-9]* calls [1-9][0-9]* pmpi;" <<<"$line" ||
+            grep -qE " $c numacoll [1-9][0-9]* calls [0-9]+ bytes, pmpi $pmpi calls [0-9]+ bytes, leaders [1-9][0-9]* calls [1-9][0-9]* pmpi(, cma [0-9]+ calls)?;" <<<"$line" ||
                 fail "ncnode$((k + 1)): $c not all through numacoll with leader PMPI calls: $(grep -oE " $c numacoll [^;]*;" <<<"$line")"
         done
     done
@@ -256,7 +256,7 @@ preload)
     # those of 1..496 bytes cost one leader call each, larger ones two.
     for k in 1 2; do
         line=$(grep -oE "node ncnode$k .* bcast numacoll [^;]*;" "$out")
-        calls=$(sed -nE 's/.*leaders ([0-9]+) calls ([0-9]+) pmpi;/\1 \2/p' <<<"$line")
+        calls=$(sed -nE 's/.*leaders ([0-9]+) calls ([0-9]+) pmpi(, cma [0-9]+ calls)?;/\1 \2/p' <<<"$line")
         set -- $calls
         [ "${1:-0}" -eq 20 ] || fail "ncnode$k: $1 leader broadcasts, want 20 (one leader per host)"
         # sizes it*1000+1 ints: 1 int (4 bytes) fits the packet, the 19 others do not

@@ -1453,6 +1453,19 @@ int main(int argc, char **argv)
             fail("NUMACOLL_TRANSPORT=cma, but %s",
                  !tw ? "no team on MPI_COMM_WORLD" : !tw->cma ? "the team may not use CMA"
                                                           : "no reduction went by CMA");
+        /* NUMACOLL_STATS says which transport ran */
+        numacoll_mpi_stats_t st;
+        numacoll_mpi_stats(&st);
+        const unsigned long long ncma =
+            st.calls_cma[NUMACOLL_MPI_REDUCE] + st.calls_cma[NUMACOLL_MPI_ALLREDUCE];
+        if (tw && tw->reduce_cma && !ncma)
+            fail("%llu reductions went by CMA, NUMACOLL_STATS counts no call",
+                 (unsigned long long)tw->reduce_cma);
+        if (!(tw && tw->cma) && !getenv("NUMACOLL_TEST_VIRTUAL_NODES") && ncma)
+            fail("no CMA here, NUMACOLL_STATS counts %llu calls by it", ncma);
+        if (st.calls_cma[NUMACOLL_MPI_REDUCE] > st.calls_numacoll[NUMACOLL_MPI_REDUCE] ||
+            st.calls_cma[NUMACOLL_MPI_ALLREDUCE] > st.calls_numacoll[NUMACOLL_MPI_ALLREDUCE])
+            fail("NUMACOLL_STATS counts more calls by CMA than numacoll's");
         MPI_Comm_free(&dup);
         MPI_Comm_free(&half);
         MPI_Comm_free(&rev);
