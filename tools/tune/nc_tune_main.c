@@ -37,10 +37,14 @@
  *      size from 0 B to 16 MiB in one interleaved run: wherever the choice is
  *      slower, the tune file keeps the defaults (for the queue, for the
  *      transport, or for both), so a tune file never makes a size slower;
- *   5e. the gather family: MPI_Gather, MPI_Allgather and MPI_Alltoall through
- *      the segment, by CMA and as the library chooses: the measured crossovers
- *      next to the model's; the largest becomes NUMACOLL_GATHER_CMA_MIN when
- *      it is faster than the library's choice somewhere and slower nowhere;
+ *   5e. the gather family: MPI_Gather, MPI_Allgather, MPI_Alltoall and
+ *      MPI_Scatter through the segment, by CMA and as the library chooses:
+ *      the measured crossovers next to the model's; the largest becomes
+ *      NUMACOLL_GATHER_CMA_MIN when it is faster than the library's choice
+ *      somewhere and slower nowhere; without it, the switch points that the
+ *      cost constants of 5c (when 5d keeps them) give the family are checked
+ *      the same way, and the tune file leaves the constants out when they are
+ *      slower somewhere;
  *   5f. the reductions' transports: MPI_Reduce and MPI_Allreduce through the
  *      slots and by CMA (with 5b's choice), next to the built-in rule: the
  *      measured crossovers become NUMACOLL_REDUCE_CMA_MIN and
@@ -653,6 +657,49 @@ static double time_mpi_xg(MPI_Comm c, int k, char *pool, size_t poolbytes, size_
     return time_point(&tp, o);
 }
 
+/* 5e's comparison of a choice of transports for the family (CMA from
+ * cmin[k] on for kind k) with the library's own (from lib_min[k]), at the
+ * sizes where the two differ: *slower when the choice is slower somewhere,
+ * *gains when it is faster somewhere, each by more than NC_TUNE_KEEP_PCT and
+ * 0.1 us after two more timings there. what names the choice in the lines. */
+typedef struct xg_times {
+    MPI_Comm cs, cc, cl;   /* the segment, CMA, the library's choice */
+    char *pool;
+    size_t poolbytes;
+    const double *xm;
+    int nx;
+    double (*ts)[8], (*tc)[8], (*tlib)[8];
+} xg_times_t;
+
+static void xg_compare(const opts_t *o, const xg_times_t *x, const size_t *cmin,
+                       const size_t *lib_min, const char *what, int *slower, int *gains)
+{
+    const char *const *name = nc_xg_kind_name;
+    *slower = *gains = 0;
+    for (int k = 0; k < NC_XG_KINDS; k++)
+        for (int i = 0; i < x->nx; i++) {
+            const size_t m = (size_t)x->xm[i];
+            const int by_cma = m >= cmin[k];
+            if (by_cma == (m >= lib_min[k]))
+                continue;
+            double tx = by_cma ? x->tc[k][i] : x->ts[k][i], tr = x->tlib[k][i];
+            const int was_faster = tx < tr * (1 - NC_TUNE_KEEP_PCT / 100) - 1e-7;
+            for (int j = 0; j < 2 && (was_faster || tx > tr * (1 + NC_TUNE_KEEP_PCT / 100) + 1e-7);
+                 j++) {
+                tx = fmin(tx, time_mpi_xg(by_cma ? x->cc : x->cs, k, x->pool, x->poolbytes, m, o));
+                tr = fmin(tr, time_mpi_xg(x->cl, k, x->pool, x->poolbytes, m, o));
+            }
+            if (tx > tr * (1 + NC_TUNE_KEEP_PCT / 100) + 1e-7) {
+                say("   %s at %zu: %s, %s (%.1f us), is slower than the library's choice "
+                    "(%.1f us)\n",
+                    name[k], m, what, by_cma ? "CMA" : "the segment", tx * 1e6, tr * 1e6);
+                *slower = 1;
+            } else if (tx < tr * (1 - NC_TUNE_KEEP_PCT / 100) - 1e-7) {
+                *gains = 1;
+            }
+        }
+}
+
 /* 5e: MPI_Gather (root 0), MPI_Allgather, MPI_Alltoall and MPI_Scatter (root
  * 0), off-cache, through the segment and by CMA: each kind's measured
  * crossover (the smallest size from which CMA is faster at every larger size
@@ -660,35 +707,58 @@ static double time_mpi_xg(MPI_Comm c, int k, char *pool, size_t poolbytes, size_
  * (nc_xg_switch_point). The largest of the four crossovers (CMA where every kind gains) is
  * NUMACOLL_GATHER_CMA_MIN, written only when the transport it picks is
  * faster than the library's own choice (the built-in model and rules) at
- * some size where the two differ, and slower at none, by more than
- * NC_TUNE_KEEP_PCT and 0.1 us after two more timings there: a value that
- * only ties would override rules that follow the team's placement (the
- * cache probe, the streamed pair) for no measured gain. Returns the value to
- * write, 0 for nothing. */
-static size_t tune_xg_transport(const opts_t *o, const xfer_choice_t *xc, char *pool,
-                                size_t poolbytes)
+ * some size where the two differ, and slower at none (xg_compare()): a
+ * value that only ties would override rules that follow the team's
+ * placement (the cache probe, the streamed pair) for no measured gain.
+ * Without it, the tune file's cost constants (kept: 5c's, when 5d keeps
+ * them for the broadcast) move the family's switch points too: those are
+ * compared with the library's choice the same way, and *drop_cost is set
+ * when they are slower somewhere (the tune file then leaves the constants
+ * out). Returns the value to write, 0 for nothing. */
+static size_t tune_xg_transport(const opts_t *o, const xfer_choice_t *xc,
+                                const xfer_choice_t *kept, char *pool, size_t poolbytes,
+                                int *drop_cost)
 {
     const char *shm[][2] = {{"TRANSPORT", "shm"}, {"CMA_COOP", NULL}, {"GATHER_CMA_MIN", "0"}};
     const char *cma[][2] = {{"TRANSPORT", "cma"}, {"CMA_COOP", NULL}, {"GATHER_CMA_MIN", "0"}};
     const char *lib[][2] = {{"TRANSPORT", "auto"}, {"CMA_COOP", NULL}, {"GATHER_CMA_MIN", "0"}};
+    static const char *const cost_key[4] = {"COST_SHM_NS", "COST_SHM_PS", "COST_CMA_NS",
+                                            "COST_CMA_PS"};
+    *drop_cost = 0;
     say("5e. the gather family: MPI_Gather (root 0), MPI_Allgather, MPI_Alltoall and "
         "MPI_Scatter (root 0) off-cache, through the segment, by CMA and as the library "
         "chooses (the model) [us]\n");
-    char was[3][32];
+    char was[3][32], cost_was[4][32], cost_new[4][32];
     numacoll_param_get("TRANSPORT", was[0], sizeof was[0], NULL);
     numacoll_param_get("GATHER_CMA_MIN", was[1], sizeof was[1], NULL);
     numacoll_param_get("CMA_COOP", was[2], sizeof was[2], NULL);
     MPI_Comm cs = bcast_comm(shm, 3, pool), cc = bcast_comm(cma, 3, pool),
-             cl = bcast_comm(lib, 3, pool);
+             cl = bcast_comm(lib, 3, pool), ct = MPI_COMM_NULL;
+    /* the library under the tune file: the same, with the cost constants it
+     * will carry (the values choice_of() writes) */
+    const int tuned = kept && kept->measured;
+    if (tuned) {
+        const double v[4] = {kept->x.shm_lat * 1e9, fmax(1, kept->x.shm_byte * 1e12),
+                             kept->x.cma_lat * 1e9, fmax(1, kept->x.cma_byte * 1e12)};
+        for (int i = 0; i < 4; i++) {
+            numacoll_param_get(cost_key[i], cost_was[i], sizeof cost_was[i], NULL);
+            snprintf(cost_new[i], sizeof cost_new[i], "%.0f", v[i]);
+            numacoll_param_set(cost_key[i], cost_new[i]);
+        }
+        ct = bcast_comm(lib, 3, pool);
+        for (int i = 0; i < 4; i++)
+            numacoll_param_set(cost_key[i], cost_was[i]);
+    }
     numacoll_param_set("TRANSPORT", was[0]);
     numacoll_param_set("GATHER_CMA_MIN", was[1]);
     numacoll_param_set("CMA_COOP", was[2]);
     numacoll_team_t *t = numacoll_mpi_comm_team(cc), *tl = numacoll_mpi_comm_team(cl),
-                    *tshm = numacoll_mpi_comm_team(cs);
+                    *tshm = numacoll_mpi_comm_team(cs),
+                    *tt = tuned ? numacoll_mpi_comm_team(ct) : NULL;
     /* CMA allowed, and every team active with its full slots (the budget
      * shortens them with the queue), else the times are not the library's */
     int ok = t && t->cma && tl && tshm && !t->queue_reduced && !tl->queue_reduced &&
-             !tshm->queue_reduced,
+             !tshm->queue_reduced && (!tuned || (tt && !tt->queue_reduced)),
         all;
     PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, node);
     if (!all) {
@@ -697,10 +767,16 @@ static size_t tune_xg_transport(const opts_t *o, const xfer_choice_t *xc, char *
         MPI_Comm_free(&cs);
         MPI_Comm_free(&cc);
         MPI_Comm_free(&cl);
+        if (tuned)
+            MPI_Comm_free(&ct);
         return 0;
     }
-    size_t lib_min[NC_XG_KINDS];
+    size_t lib_min[NC_XG_KINDS], tuned_min[NC_XG_KINDS];
     memcpy(lib_min, tl->gather_cma_min, sizeof lib_min);
+    if (tuned) {
+        memcpy(tuned_min, tt->gather_cma_min, sizeof tuned_min);
+        MPI_Comm_free(&ct);
+    }
     enum { NX = 8 };
     const char *const *name = nc_xg_kind_name;
     double xm[NX], ts[NC_XG_KINDS][NX], tc[NC_XG_KINDS][NX], tlib[NC_XG_KINDS][NX];
@@ -744,46 +820,48 @@ static size_t tune_xg_transport(const opts_t *o, const xfer_choice_t *xc, char *
             "the library's now %s\n",
             name[k], m1, m2, xc->measured ? "of 5c" : "built in", m3);
     }
+    const xg_times_t xt = {cs, cc, cl, pool, poolbytes, xm, nx, ts, tc, tlib};
     /* against the library's choice, where the two take different transports */
-    int slower = 0, gains = 0;
+    size_t cmin[NC_XG_KINDS];
     for (int k = 0; k < NC_XG_KINDS; k++)
-        for (int i = 0; i < nx; i++) {
-            const size_t m = (size_t)xm[i];
-            const int by_cma = m >= choice;
-            if (by_cma == (m >= lib_min[k]))
-                continue;
-            double tx = by_cma ? tc[k][i] : ts[k][i], tr = tlib[k][i];
-            const int was_faster = tx < tr * (1 - NC_TUNE_KEEP_PCT / 100) - 1e-7;
-            for (int j = 0; j < 2 && (was_faster || tx > tr * (1 + NC_TUNE_KEEP_PCT / 100) + 1e-7);
-                 j++) {
-                tx = fmin(tx, time_mpi_xg(by_cma ? cc : cs, k, pool, poolbytes, m, o));
-                tr = fmin(tr, time_mpi_xg(cl, k, pool, poolbytes, m, o));
-            }
-            if (tx > tr * (1 + NC_TUNE_KEEP_PCT / 100) + 1e-7) {
-                say("   %s at %zu: %s (%.1f us) is slower than the library's choice (%.1f us)\n",
-                    name[k], m, by_cma ? "CMA" : "the segment", tx * 1e6, tr * 1e6);
-                slower = 1;
-            } else if (tx < tr * (1 - NC_TUNE_KEEP_PCT / 100) - 1e-7) {
-                gains = 1;
-            }
+        cmin[k] = choice;
+    int slower, gains;
+    xg_compare(o, &xt, cmin, lib_min, "CMA for the family from the largest crossover", &slower,
+               &gains);
+    char c[32];
+    fmt_switch(choice, c, sizeof c);
+    size_t w = 0;
+    if (slower)
+        say("   -> CMA from %s for the family is slower than the library's choice at some "
+            "size: nothing written\n", c);
+    else if (!gains)
+        say("   -> CMA from %s for the family is nowhere faster than the library's choice by "
+            "more than %.0f %%: nothing written\n", c, NC_TUNE_KEEP_PCT);
+    else
+        w = choice == SIZE_MAX ? (size_t)1 << 50 : choice;
+    if (!w && tuned) {
+        /* the tune file's cost constants alone: the family's switch points they give */
+        for (int k = 0; k < NC_XG_KINDS; k++) {
+            char m1[32], m2[32];
+            fmt_switch(tuned_min[k], m1, sizeof m1);
+            fmt_switch(lib_min[k], m2, sizeof m2);
+            say("   %s with the tune file's cost constants: CMA from %s (without: %s)\n",
+                name[k], m1, m2);
         }
+        xg_compare(o, &xt, tuned_min, lib_min, "with the tune file's cost constants", &slower,
+                   &gains);
+        if (slower) {
+            *drop_cost = 1;
+            say("   -> the cost constants of 5c would make the family slower at some size: "
+                "the tune file leaves them out (the built-in ones stay)\n");
+        }
+    }
     MPI_Comm_free(&cs);
     MPI_Comm_free(&cc);
     MPI_Comm_free(&cl);
-    char c[32];
-    fmt_switch(choice, c, sizeof c);
-    if (slower) {
-        say("   -> CMA from %s for the family is slower than the library's choice at some "
-            "size: nothing written\n\n", c);
-        return 0;
-    }
-    if (!gains) {
-        say("   -> CMA from %s for the family is nowhere faster than the library's choice by "
-            "more than %.0f %%: nothing written\n\n", c, NC_TUNE_KEEP_PCT);
-        return 0;
-    }
-    const size_t w = choice == SIZE_MAX ? (size_t)1 << 50 : choice;
-    say("   -> NUMACOLL_GATHER_CMA_MIN = %zu (CMA from %s for the whole family)\n\n", w, c);
+    if (w)
+        say("   -> NUMACOLL_GATHER_CMA_MIN = %zu (CMA from %s for the whole family)\n", w, c);
+    say("\n");
     return w;
 }
 
@@ -1624,7 +1702,9 @@ int main(int argc, char **argv)
     memset(vbuf, rank + 1, vbytes);
     const xfer_choice_t xc = tune_transport(&o, vbuf, vbytes);
     const int keep = validate(&o, &best, tree, &xc, vbuf, vbytes);
-    const size_t xg_min = tune_xg_transport(&o, &xc, vbuf, vbytes);
+    int drop_cost = 0;
+    const size_t xg_min =
+        tune_xg_transport(&o, &xc, keep & 2 ? &xc : NULL, vbuf, vbytes, &drop_cost);
     free(vbuf);
 
     /* 5f. */
@@ -1648,7 +1728,7 @@ int main(int argc, char **argv)
     choice_kv_t ck;
     choice_of(&ck, keep & 1 ? &best : NULL, tree, keep & 2 ? &xc : NULL);
     for (int k = 0; k < ck.n; k++)
-        if (ck.kv[k][1]) /* absent: the default */
+        if (ck.kv[k][1] && !(drop_cost && !strncmp(ck.kv[k][0], "COST_", 5))) /* absent: the default */
             ok &= !nc_tune_section_set(&sec, ck.kv[k][0], ck.kv[k][1], err, sizeof err);
     snprintf(v, sizeof v, "%zu", red.small_max);
     ok &= !nc_tune_section_set(&sec, "REDUCE_SMALL_MAX", v, err, sizeof err);
