@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # make bench: numacoll's broadcast (1 B .. 16 MiB, and 0) and barrier, then its reduce
 # and allreduce (MPI_SUM of doubles, 0 and 8 B .. 16 MiB in steps of 8x, at most 1000
-# calls per size), then gather, allgather and alltoall (blocks of 8 B, 4 KiB, 64 KiB,
+# calls per size), then gather, scatter, allgather and alltoall (blocks of 8 B, 4 KiB, 64 KiB,
 # 1 MiB), against the MPI library's own, on this machine, with p = number of
 # cores and p = 4 (oversubscribed when the machine has fewer cores), for Open MPI and
 # for MPICH when it is built.
 # Prints each table and a summary; writes bench/results/<mpi>-p<p>.{txt,csv,png} (bcast,
 # barrier), <mpi>-p<p>-reduce.{txt,csv,png} (reduce, allreduce),
-# <mpi>-p<p>-gather.{txt,csv,png} (gather, allgather, alltoall) and
+# <mpi>-p<p>-gather.{txt,csv,png} (gather, scatter, allgather, alltoall) and
 # bench/results/summary.txt. See bench/README.md.
 #
 # Environment:
@@ -15,13 +15,15 @@
 #   NUMACOLL_BUILD_DIR_MPICH  MPICH build tree (default: build-mpich)
 #   NUMACOLL_BENCH_OUT        results directory (default: bench/results)
 #   NUMACOLL_BENCH_TIME       seconds of timed calls per implementation and size (0.1)
+#   NUMACOLL_BENCH_TIME_OVERSUB  the same with more ranks than cores (default: half of
+#                             NUMACOLL_BENCH_TIME, which keeps make bench under 5 minutes)
 #   NUMACOLL_BENCH_RUNS       runs; 3 or more drop the min and max of t_max (3; the paper: 5)
 #   NUMACOLL_BENCH_NPS        process counts (default: "$(nproc) 4")
 #   NUMACOLL_BENCH_MPIS       which libraries (default: "openmpi mpich")
 #   NUMACOLL_BENCH_REDUCE_SIZES  sizes of reduce and allreduce
 #                             (default 0,8,64,512,4K,32K,256K,1M,4M,16M; "": no reductions)
 #   NUMACOLL_BENCH_REDUCE_OPTS   their operation and type (default "--op sum --type double")
-#   NUMACOLL_BENCH_GATHER_SIZES  block sizes of gather, allgather, alltoall
+#   NUMACOLL_BENCH_GATHER_SIZES  block sizes of gather, scatter, allgather, alltoall
 #                             (default 8,4K,64K,1M; "": not measured)
 # Extra arguments go to every numacoll-bench run (e.g. --impl native,numacoll,flat=numacoll:tree=flat).
 set -euo pipefail
@@ -31,6 +33,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/launch.sh"
 out=${NUMACOLL_BENCH_OUT:-$here/results}
 tps=${NUMACOLL_BENCH_TIME:-0.1}
+tps_over=${NUMACOLL_BENCH_TIME_OVERSUB:-$(awk -v t="$tps" 'BEGIN { print t / 2 }')}
 runs=${NUMACOLL_BENCH_RUNS:-3}
 cores=$(nproc)
 nps=${NUMACOLL_BENCH_NPS:-$(printf '%s\n' "$cores" 4 | sort -nu | tr '\n' ' ')}
@@ -52,6 +55,8 @@ for mpi in $mpis; do
         bench_launch "$mpi" "$np" || rc=$?
         [ $rc = 2 ] && exit 2
         [ $rc = 0 ] || break
+        t=$tps
+        [ "$np" -gt "$cores" ] && t=$tps_over
         for part in bcast reduce gather; do
             if [ "$part" = bcast ]; then
                 name=$mpi-p$np
@@ -59,7 +64,7 @@ for mpi in $mpis; do
             elif [ "$part" = gather ]; then
                 [ -n "$xg_sizes" ] || continue
                 name=$mpi-p$np-gather
-                what=(-c gather,allgather,alltoall -m "$xg_sizes" --iter 1000,100)
+                what=(-c gather,scatter,allgather,alltoall -m "$xg_sizes" --iter 1000,100)
             else
                 [ -n "$red_sizes" ] || continue
                 name=$mpi-p$np-reduce
@@ -70,7 +75,7 @@ for mpi in $mpis; do
             echo "== $name: $launcher ${flags[*]} $exe ${what[*]}"
             rc=0
             timeout 240 "$launcher" "${flags[@]}" "$exe" "${what[@]}" --off-cache \
-                --time-per-size "$tps" --runs "$runs" \
+                --time-per-size "$t" --runs "$runs" \
                 --csv "$out/$name.csv" --plot "$out/$name.png" "$@" \
                 > "$out/$name.txt" || rc=$?
             cat "$out/$name.txt"
