@@ -643,7 +643,14 @@ static int body_fault(int rank, int p, const char *name, void *arg)
     return 0;
 }
 
-/* ---- a root killed while the readers copy from its buffer ----------------------- */
+/* ---- a member killed in the middle of CMA copies ------------------------------------- */
+/* victim: the member that dies (0: the root, whose buffer the readers read;
+ * 1: a reader, whose buffer the root writes its share into, cooperative
+ * copies only); coop: NUMACOLL_CMA_COOP. */
+typedef struct kill_arg {
+    int victim, coop;
+} kill_arg_t;
+
 static void *killer(void *arg)
 {
     (void)arg;
@@ -654,13 +661,13 @@ static void *killer(void *arg)
 
 static int body_kill(int rank, int p, const char *name, void *arg)
 {
-    (void)arg;
+    const kill_arg_t *ka = arg;
     numacoll_bootstrap_t *bs;
     numacoll_team_t *t;
     const size_t n = (size_t)64 << 20;
     CHECK(numacoll_bootstrap_named(name, rank, p, &bs) == 0, "bootstrap");
     CHECK(!numacoll_param_set("NUMACOLL_TRANSPORT", "cma") &&
-              !numacoll_param_set("NUMACOLL_CMA_COOP", "0"),
+              !numacoll_param_set("NUMACOLL_CMA_COOP", ka->coop ? "1" : "0"),
           "params");
     CHECK(numacoll_team_create(bs, &t) == 0, "team");
     CHECK(t->cma, "CMA: %s", t->cma_why);
@@ -668,16 +675,19 @@ static int body_kill(int rank, int p, const char *name, void *arg)
     CHECK(buf, "malloc");
     memset(buf, 1, n);
     pthread_t th;
-    if (rank == 0)
+    if (rank == ka->victim)
         CHECK(!pthread_create(&th, NULL, killer, NULL), "thread");
-    /* 64 MiB calls until the root is gone (a few ms each). */
+    /* 64 MiB calls until the victim is gone (a few ms each): most of each
+     * call is copies between the members' buffers, so it dies in one. */
     int rc = 0;
+    const uint64_t cma0 = t->cma_calls;
     for (int i = 0; i < 100000 && !rc; i++)
         rc = numacoll_bcast(t, buf, n, 0);
     /* The first to see it says PEER_DEAD and breaks the team; a member that
      * was waiting meanwhile may see the broken team first. */
     CHECK(rc == NUMACOLL_ERR_PEER_DEAD || rc == NUMACOLL_ERR_BROKEN,
-          "rank %d: after the root died: %d (%s)", rank, rc, numacoll_strerror(rc));
+          "rank %d: after member %d died: %d (%s)", rank, ka->victim, rc, numacoll_strerror(rc));
+    CHECK(t->cma_calls > cma0, "rank %d: no broadcast went by CMA", rank);
     free(buf);
     numacoll_team_destroy(t);
     numacoll_bootstrap_named_free(bs);
@@ -755,7 +765,14 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "fault")) {
         rc = nc_fork_run(2, 60, body_fault, NULL, -1) || nc_fork_run(3, 60, body_fault, NULL, -1);
     } else if (!strcmp(mode, "kill")) {
-        rc = nc_fork_run(3, 60, body_kill, NULL, 0);
+        /* the root, single copies; the root, cooperative copies; a reader
+         * that the root writes into (cooperative) */
+        static const kill_arg_t ka[] = {{0, 0}, {0, 1}, {1, 1}};
+        rc = 0;
+        for (size_t i = 0; i < NC_ARRAY_SIZE(ka) && !rc; i++)
+            if (!(rc = nc_fork_run(3, 60, body_kill, (void *)&ka[i], ka[i].victim)))
+                printf("member %d killed mid-copy (%s copies): the others got the error\n",
+                       ka[i].victim, ka[i].coop ? "cooperative" : "single");
     } else {
         fprintf(stderr, "usage: test_bcast sizes|matrix TREE|wrap|layouts|truncate|ring|roots|callback|"
                         "transports|refused [seccomp]|fault|kill\n");
