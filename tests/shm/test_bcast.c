@@ -754,7 +754,7 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "transports")) {
         if (!(cma_here = probe_cma_here()))
             printf("CMA is not allowed here: checking that every team falls back\n");
-        const int ps[] = {1, 2, 3, 4, 8};
+        const int ps[] = {1, 2, 3, 4, 5, 6, 7, 8};
         rc = 0;
         for (size_t i = 0; i < NC_ARRAY_SIZE(ps) && !rc; i++)
             if (!(rc = nc_fork_run(ps[i], 240, body_transports, NULL, -1)))
