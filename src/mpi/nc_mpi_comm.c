@@ -650,7 +650,7 @@ static void print_stats(void)
     PMPI_Reduce(&s, &sum, (int)(sizeof s / sizeof(unsigned long long)), MPI_UNSIGNED_LONG_LONG,
                 MPI_SUM, 0, node);
     if (lrank == 0) {
-        char host[64] = "?", line[2048];
+        char host[64] = "?", line[8192];
         gethostname(host, sizeof host);
         int n = snprintf(line, sizeof line, "numacoll stats: node %s (%d ranks):", host, lsize);
         stats_entries(line, sizeof line, n, &sum);
@@ -668,7 +668,7 @@ static void stats_at_exit(void)
         return; /* MPI_Init's program: MPI_Finalize says it, or it never got there */
     numacoll_mpi_stats_t s;
     numacoll_mpi_stats(&s);
-    char line[2048];
+    char line[8192];
     int n = snprintf(line, sizeof line,
                      "numacoll stats: process %d (MPI sessions, no MPI_Init: its own calls):",
                      (int)getpid());

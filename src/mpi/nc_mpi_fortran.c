@@ -42,9 +42,12 @@
  *        (nc_mpi_entry.h): one implementation, counted once;
  *     4. its return code into ierror (OPTIONAL in mpi_f08: NULL when absent).
  *   PASS rows (calls numacoll only counts, always the MPI library's)
- *     1. unless the MPI is the wrong one: count the call in NUMACOLL_STATS;
- *     2. call the MPI's own Fortran function with the same arguments (it
- *        converts the handles and sets ierror).
+ *     1. call the MPI's own Fortran function with the same arguments (it
+ *        converts the handles and sets ierror; an absent OPTIONAL ierror of
+ *        mpi_f08 is given one of numacoll's, so that 2 knows the outcome);
+ *     2. unless the MPI is the wrong one: count the call in NUMACOLL_STATS,
+ *        its bytes only when it succeeded (only then are its datatypes
+ *        valid to ask about).
  *   INIT rows
  *     0. before the MPI starts: the MPI's own function must not bring the
  *        other family's MPI (a Fortran program of the other MPI stops here
@@ -172,7 +175,7 @@
        MPI_Fint *ierror),                                                                          \
       (sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm,     \
        ierror),                                                                                    \
-      nc_f_count_alltoallw(sendbuf, sendcounts, sendtypes, comm))
+      nc_f_count_alltoallw(sendbuf, sendcounts, sendtypes, comm, *ierror))
 
 /* ---- step 2: conversions ------------------------------------------------------------ */
 
@@ -233,13 +236,15 @@ static MPI_Datatype nc_f_type_at(const void *types, int k)
     return PMPI_Type_f2c(((const MPI_Fint *)types)[k]);
 }
 
-/* PASS row alltoallw, step 1. */
+/* PASS row alltoallw, step 2 (rc: the call's ierror). */
 static void nc_f_count_alltoallw(void *sendbuf, const MPI_Fint *sendcounts,
-                                 const MPI_Fint *sendtypes, const MPI_Fint *comm)
+                                 const MPI_Fint *sendtypes, const MPI_Fint *comm, MPI_Fint rc)
 {
     nc_mpi_count(NC_MPI_ALLTOALLW, 0,
-                 nc_mpi_alltoallw_bytes(NC_F_BUF_IN_PLACE(sendbuf), (const int *)sendcounts,
-                                        nc_f_type_at, sendtypes, PMPI_Comm_f2c(*comm)));
+                 rc == MPI_SUCCESS
+                     ? nc_mpi_alltoallw_bytes(NC_F_BUF_IN_PLACE(sendbuf), (const int *)sendcounts,
+                                              nc_f_type_at, sendtypes, PMPI_Comm_f2c(*comm))
+                     : 0);
 }
 #endif
 /* With MPICH no row has a buffer (its Fortran layer reaches the C entry point
@@ -289,10 +294,13 @@ static void nc_f_set(MPI_Fint *ierror, int rc)
 
 #define NC_F_BODY_PASS(sym, params, args, call)                                                    \
     /* 1. */                                                                                       \
-    if (!nc_mpi_is_foreign())                                                                      \
-        call;                                                                                      \
+    MPI_Fint nc_f_rc = MPI_SUCCESS;                                                                \
+    if (!ierror)                                                                                   \
+        ierror = &nc_f_rc;                                                                         \
+    NC_F_OWN(sym, params) args;                                                                    \
     /* 2. */                                                                                       \
-    NC_F_OWN(sym, params) args;
+    if (!nc_mpi_is_foreign())                                                                      \
+        call;
 
 #define NC_F_BODY_INIT(sym, params, args, call)                                                    \
     /* 0. */                                                                                       \

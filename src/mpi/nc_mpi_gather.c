@@ -1182,12 +1182,18 @@ static MPI_Datatype c_type(const void *types, int k)
     return ((const MPI_Datatype *)types)[k];
 }
 
+/* Counted after the call: only a call that succeeded has datatypes whose size
+ * may be asked (PMPI_Type_size of an invalid one reports on MPI_COMM_WORLD,
+ * fatal by default, where the MPI library reports on comm). */
 int nc_mpi_alltoallw(const void *sendbuf, const int *sendcounts, const int *sdispls,
                      const void *sendtypes, void *recvbuf, const int *recvcounts,
                      const int *rdispls, const void *recvtypes, nc_mpi_word_t comm)
 {
+    const int rc = PMPI_Alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts,
+                                  rdispls, recvtypes, C(comm));
     nc_mpi_count(NC_MPI_ALLTOALLW, 0,
-                 nc_mpi_alltoallw_bytes(sendbuf, sendcounts, c_type, sendtypes, C(comm)));
-    return PMPI_Alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls,
-                          recvtypes, C(comm));
+                 rc == MPI_SUCCESS
+                     ? nc_mpi_alltoallw_bytes(sendbuf, sendcounts, c_type, sendtypes, C(comm))
+                     : 0);
+    return rc;
 }

@@ -23,7 +23,8 @@
  *     numacoll, MPI_ERR_TRUNCATE exactly on the ranks that receive a block
  *     of another size, success elsewhere, no hang; then a right call works;
  *  6. MPI_Alltoallw (world, reversed): the MPI library's, counted once as
- *     such with the bytes it sends, every received int checked.
+ *     such with the bytes it sends, every received int checked; an invalid
+ *     datatype is the MPI library's error (errors return), counted, no abort.
  * Usage: test_mpi_gather quick | full | mismatch
  */
 #include <mpi.h>
@@ -513,6 +514,26 @@ static void alltoallw_counted(MPI_Comm comm)
         fprintf(stderr, "rank %d: MPI_Alltoallw wrote past its blocks\n", g_rank);
         failures++;
     }
+    /* An erroneous call (every rank's last send type MPI_DATATYPE_NULL with a
+     * count): the MPI library's error through comm's handler, as without
+     * numacoll, counted with no bytes; numacoll must not ask the size of the
+     * bad type first (that error would go to MPI_COMM_WORLD: fatal). */
+    MPI_Comm errs;
+    MPI_Comm_dup(comm, &errs);
+    MPI_Comm_set_errhandler(errs, MPI_ERRORS_RETURN);
+    st[p - 1] = MPI_DATATYPE_NULL;
+    sc[p - 1] = 2;
+    numacoll_mpi_stats(&s0);
+    const int bad = MPI_Alltoallw(sb, sc, sd, st, rb, rc, rd, rt, errs);
+    numacoll_mpi_stats(&s1);
+    if (bad == MPI_SUCCESS || s1.calls_pmpi[w] - s0.calls_pmpi[w] != 1 ||
+        s1.bytes_pmpi[w] != s0.bytes_pmpi[w]) {
+        fprintf(stderr, "rank %d: MPI_Alltoallw with MPI_DATATYPE_NULL returned %d, counted %llu "
+                "calls, %llu bytes (want an error, 1, 0)\n", g_rank, bad,
+                s1.calls_pmpi[w] - s0.calls_pmpi[w], s1.bytes_pmpi[w] - s0.bytes_pmpi[w]);
+        failures++;
+    }
+    MPI_Comm_free(&errs);
     free(sb);
     free(rb);
     free(sc);

@@ -31,12 +31,12 @@ tools=$prefix/$libdir/numacoll/$flavor/bin
 for t in numacoll-bench numacoll-setup-bench numacoll-info numacoll-tune; do
     [ -x "$tools/$t" ] || fail "no $tools/$t"
 done
-ldd "$tools/numacoll-bench" | grep -q "libnumacoll-mpi.so.0 => $prefix/$libdir/numacoll/$flavor/" ||
+ldd "$tools/numacoll-bench" | grep -q "libnumacoll-mpi.so.1 => $prefix/$libdir/numacoll/$flavor/" ||
     fail "$tools/numacoll-bench does not find $flavor's installed libnumacoll-mpi.so"
 "$tools/numacoll-bench" --help >/dev/null || fail "$tools/numacoll-bench --help"
 if [ "$flavor" = openmpi ]; then
     # The tools come with the Open MPI tree; numacoll-bench finds its library.
-    ldd "$prefix/bin/numacoll-bench" | grep -q "libnumacoll-mpi.so.0 => $prefix/" ||
+    ldd "$prefix/bin/numacoll-bench" | grep -q "libnumacoll-mpi.so.1 => $prefix/" ||
         fail "installed numacoll-bench does not find the installed libnumacoll-mpi.so"
     # The core alone (numacoll.pc): a program linked as pkg-config says runs
     # without LD_LIBRARY_PATH.

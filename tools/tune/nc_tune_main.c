@@ -763,7 +763,9 @@ static size_t tune_xg_transport(const opts_t *o, const xfer_choice_t *xc,
     PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, node);
     if (!all) {
         say("   CMA is not allowed between these ranks, or a team is inactive or shortened by "
-            "the shared-memory budget: nothing to compare\n\n");
+            "the shared-memory budget: nothing to compare%s\n\n",
+            tuned ? "; the tune file leaves out the cost constants of 5c, unchecked here" : "");
+        *drop_cost = tuned;
         MPI_Comm_free(&cs);
         MPI_Comm_free(&cc);
         MPI_Comm_free(&cl);
