@@ -55,7 +55,7 @@ static const int agreed[] = {NC_P_BCAST_FRAG_SIZE, NC_P_BCAST_QUEUE_LEN, NC_P_BC
                              NC_P_REDUCE_NUMA,     NC_P_REDUCE_LINES,    NC_P_GATHER_FRAG_SIZE, NC_P_GATHER_SLOTS,
                              NC_P_GATHER_INLINE_MAX, NC_P_TRANSPORT, NC_P_REDUCE_CMA_MIN,
                              NC_P_ALLREDUCE_CMA_MIN, NC_P_NUMA_FORWARD, NC_P_NUMA_RATIO,
-                             NC_P_TEST_DOMAINS,    NC_P_CACHE_SHARED_NS};
+                             NC_P_TEST_DOMAINS,    NC_P_CACHE_SHARED_NS, NC_P_REDUCE_PACK_MAX};
 #define NC_NAGREED ((int)NC_ARRAY_SIZE(agreed))
 
 typedef struct rec1 {

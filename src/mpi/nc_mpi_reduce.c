@@ -17,6 +17,7 @@
  *      NUMACOLL_STATS;
  *   2. the input as elements: the user's buffer when it is contiguous, else
  *      packed into scratch memory (MPI_Pack; the result is unpacked in 6);
+ *      one node and more than NUMACOLL_REDUCE_PACK_MAX bytes: 2r instead;
  *   3. inside the node: numacoll_allreduce / numacoll_reduce (one node), or
  *      numacoll_reduce to the node's leader (several nodes);
  *   4. several nodes, leaders only: PMPI_Allreduce / PMPI_Reduce of the
@@ -26,6 +27,15 @@
  *      to its node; reduce: when the root is not its node's leader, the
  *      leader sends the result to the root on the node's communicator;
  *   6. unpack into the user's buffer when it is not contiguous.
+ *  2r. (one node, more than P = NUMACOLL_REDUCE_PACK_MAX bytes, agreed by
+ *      the team) the members agree on the call's size (an allreduce of 16
+ *      bytes: a difference is MPI_ERR_TRUNCATE on every member), then reduce
+ *      it in rounds of at most P bytes of whole elements: each round's input
+ *      is the user's buffer where it is contiguous, else packed from it
+ *      (nc_dtype_pack), its result unpacked into it (nc_dtype_unpack), so no
+ *      scratch memory exceeds 2 P. The choice and the rounds follow the
+ *      bytes alone, which members of one type signature agree on, whatever
+ *      their (count, datatype) pairs.
  * Order: one node: numacoll's documented order (include/numacoll.h); several
  * nodes: that order inside each node, the MPI library's between nodes.
  * A count, type or op mismatch inside a node is MPI_ERR_TRUNCATE / MPI_ERR_ARG
@@ -38,6 +48,7 @@
 #include <string.h>
 
 #include "common/nc_common.h"
+#include "core/nc_team.h"
 #include "nc_mpi.h"
 #include "nc_mpi_dtype.h"
 
@@ -458,6 +469,99 @@ static int node_reduce(nc_mpi_comm_t *c, const qual_t *q, const void *in, void *
                      : numacoll_reduce(c->team, in, out, q->n, q->type, q->op, lroot);
 }
 
+/* ---- 2r. a large call in rounds ------------------------------------------------------- */
+
+/* One side of 2r: the user's contiguous bytes (dir), or a stream over its
+ * elements and a round's worth of scratch memory. */
+typedef struct side {
+    char *dir, *scratch;
+    nc_dtype_stream_t s;
+    int streamed;
+} side_t;
+
+static int side_open(side_t *d, const qual_t *q, void *buf, int count, MPI_Datatype dt,
+                     MPI_Comm comm, size_t round)
+{
+    memset(d, 0, sizeof *d);
+    if (q->in_place_layout || (q->named && dt == q->base) ||
+        nc_dtype_contiguous(buf, count, dt, &d->dir)) {
+        if (!d->dir)
+            d->dir = buf;
+        return 0;
+    }
+    d->streamed = 1;
+    if (nc_dtype_stream_init(&d->s, buf, count, dt, comm))
+        return -1;
+    return (d->scratch = malloc(round)) ? 0 : -1;
+}
+
+static void side_close(side_t *d)
+{
+    if (d->streamed)
+        nc_dtype_stream_fini(&d->s);
+    free(d->scratch);
+}
+
+static int reduce_rounds(nc_mpi_comm_t *c, const qual_t *q, const void *sendbuf, void *recvbuf,
+                         int count, MPI_Datatype dt, int all, int root, size_t pmax,
+                         const char *name)
+{
+    const size_t bytes = q->n * q->es;
+    const int reader = all || c->rank == root, in_place = sendbuf == MPI_IN_PLACE;
+    const int lroot = all ? -1 : c->lrank_of[root];
+    /* the size, agreed: the largest of bytes and of -bytes */
+    const int64_t mine[2] = {(int64_t)bytes, -(int64_t)bytes};
+    int64_t most[2];
+    int rc = numacoll_allreduce(c->team, mine, most, 2, NUMACOLL_INT64, NUMACOLL_MAX);
+    if (rc)
+        return rc;
+    if (most[0] != -most[1]) {
+        nc_log_error("%s: the ranks passed from %lld to %lld bytes (this one %zu)", name,
+                     (long long)-most[1], (long long)most[0], bytes);
+        return NUMACOLL_ERR_TRUNCATE;
+    }
+    size_t round = pmax / q->es * q->es;
+    if (!round)
+        round = q->es;
+    MPI_Datatype sshift = MPI_DATATYPE_NULL, rshift = MPI_DATATYPE_NULL, sdt = dt, rdt = dt;
+    void *sbuf = in_place ? recvbuf : (void *)sendbuf, *rbuf = recvbuf;
+    if (sbuf == MPI_BOTTOM && !q->in_place_layout)
+        nc_dtype_unbottom(&sbuf, &sdt, &sshift);
+    if (reader && rbuf == MPI_BOTTOM && !q->in_place_layout)
+        nc_dtype_unbottom(&rbuf, &rdt, &rshift);
+    side_t in, out;
+    int oom = side_open(&in, q, sbuf, count, sdt, c->comm, round);
+    oom |= reader ? side_open(&out, q, rbuf, count, rdt, c->comm, round)
+                  : (memset(&out, 0, sizeof out), 0);
+    if (oom) {
+        /* Out of memory: MPI's own failure mode here is to abort. */
+        nc_log_error("%s: out of memory for %zu bytes of scratch", name, 2 * round);
+        PMPI_Abort(c->comm, MPI_ERR_NO_MEM);
+    }
+    for (size_t off = 0; off < bytes && !rc;) {
+        const size_t len = bytes - off < round ? bytes - off : round;
+        const char *i = in.dir ? in.dir + off : in.scratch;
+        char *o = !reader ? NULL : out.dir ? out.dir + off : out.scratch;
+        if (in.streamed)
+            nc_dtype_pack(&in.s, off, in.scratch, len);
+        qual_t qr = *q;
+        qr.n = len / q->es;
+        rc = node_reduce(c, &qr, i == o ? NUMACOLL_IN_PLACE : i, o, lroot);
+        if (!rc && reader && out.streamed)
+            nc_dtype_unpack(&out.s, off, out.scratch, len);
+        off += len;
+    }
+    if (!rc && ((in.streamed && in.s.err) || (out.streamed && out.s.err)))
+        rc = NUMACOLL_ERR_INVAL;
+    side_close(&in);
+    side_close(&out);
+    if (sshift != MPI_DATATYPE_NULL)
+        PMPI_Type_free(&sshift);
+    if (rshift != MPI_DATATYPE_NULL)
+        PMPI_Type_free(&rshift);
+    return rc;
+}
+
 /* ---- the call ----------------------------------------------------------------------- */
 
 /* Contiguous bytes of (buf, count, dt) in *out: the buffer itself (NULL
@@ -513,6 +617,13 @@ static int reduce_call(const void *sendbuf, void *recvbuf, int count, MPI_Dataty
     if (in_place && !reader) {
         PMPI_Comm_call_errhandler(comm, MPI_ERR_BUFFER); /* MPI_IN_PLACE only at the root */
         return MPI_ERR_BUFFER;
+    }
+    const size_t pmax = c->team ? (size_t)NC_CFG_NUM(&c->team->cfg, REDUCE_PACK_MAX) : 0;
+    if (c->nnodes == 1 && c->team && bytes > pmax) {
+        /* 2r. */
+        const int rc = reduce_rounds(c, &q, sendbuf, recvbuf, count, dt, all, root, pmax, name);
+        nc_mpi_count_cma(c, coll, cma);
+        return rc ? nc_mpi_error(comm, rc, name) : MPI_SUCCESS;
     }
     if (c->nnodes == 1 && c->team && (q.named || q.in_place_layout) &&
         (!bytes || ((in_place || sendbuf != MPI_BOTTOM) && (!reader || recvbuf != MPI_BOTTOM)))) {

@@ -1466,6 +1466,38 @@ int main(int argc, char **argv)
         if (st.calls_cma[NUMACOLL_MPI_REDUCE] > st.calls_numacoll[NUMACOLL_MPI_REDUCE] ||
             st.calls_cma[NUMACOLL_MPI_ALLREDUCE] > st.calls_numacoll[NUMACOLL_MPI_ALLREDUCE])
             fail("NUMACOLL_STATS counts more calls by CMA than numacoll's");
+        /* NUMACOLL_REDUCE_PACK_MAX=P (2r in src/mpi/nc_mpi_reduce.c): a call of
+         * more than P bytes on one node goes in rounds of at most P, a strided
+         * type packed and unpacked round by round: checked element by element
+         * (every second double, the gaps untouched), and the team must have
+         * taken at least bytes / P rounds for it */
+        const char *pm = getenv("NUMACOLL_REDUCE_PACK_MAX");
+        if (pm && tw && !getenv("NUMACOLL_TEST_VIRTUAL_NODES")) {
+            const size_t pmax = (size_t)strtoull(pm, NULL, 10), n = 3 * pmax / 8 + 5;
+            MPI_Datatype every2;
+            MPI_Type_vector((int)n, 1, 2, MPI_DOUBLE, &every2);
+            MPI_Type_commit(&every2);
+            double *sb = malloc(2 * n * sizeof *sb), *rb = malloc(2 * n * sizeof *rb);
+            for (size_t e = 0; e < 2 * n; e++) {
+                sb[e] = e % 2 ? -1.0 : (double)(wrank + 1) * (double)(e / 2 % 1000);
+                rb[e] = -2.0;
+            }
+            const uint32_t r0 = tw->reduce_round;
+            if (MPI_Allreduce(sb, rb, 1, every2, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
+                fail("rounds: MPI_Allreduce failed");
+            const double ranks = (double)wsize * (wsize + 1) / 2;
+            for (size_t e = 0; e < 2 * n; e++)
+                if (rb[e] != (e % 2 ? -2.0 : ranks * (double)(e / 2 % 1000))) {
+                    fail("rounds: %zu doubles every second: element %zu is %g", n, e, rb[e]);
+                    break;
+                }
+            if (tw->reduce_round - r0 < n * 8 / pmax)
+                fail("rounds: %zu bytes took %u rounds, fewer than bytes / %zu",
+                     n * 8, tw->reduce_round - r0, pmax);
+            free(sb);
+            free(rb);
+            MPI_Type_free(&every2);
+        }
         MPI_Comm_free(&dup);
         MPI_Comm_free(&half);
         MPI_Comm_free(&rev);
