@@ -28,14 +28,18 @@
  *      leader sends the result to the root on the node's communicator;
  *   6. unpack into the user's buffer when it is not contiguous.
  *  2r. (one node, more than P = NUMACOLL_REDUCE_PACK_MAX bytes, agreed by
- *      the team) the members agree on the call's size (an allreduce of 16
- *      bytes: a difference is MPI_ERR_TRUNCATE on every member), then reduce
- *      it in rounds of at most P bytes of whole elements: each round's input
- *      is the user's buffer where it is contiguous, else packed from it
- *      (nc_dtype_pack), its result unpacked into it (nc_dtype_unpack), so no
- *      scratch memory exceeds 2 P. The choice and the rounds follow the
- *      bytes alone, which members of one type signature agree on, whatever
- *      their (count, datatype) pairs.
+ *      the team) the members agree on the call (an allreduce of 64 bytes:
+ *      size, root, element size, type and op; a difference is an error on
+ *      every member: MPI_ERR_TRUNCATE, MPI_ERR_ROOT or MPI_ERR_ARG, and a
+ *      member whose call is not in rounds makes the others' agreement fail
+ *      with MPI_ERR_TRUNCATE), then reduce it in rounds of at most P bytes of
+ *      whole elements, every member every round: each round's input is the
+ *      user's buffer where it is contiguous, else packed from it
+ *      (nc_dtype_pack), its result unpacked into it (nc_dtype_unpack), so the
+ *      scratch memory is at most 2 P plus a window of 64 KiB per side (a
+ *      datatype one element of which exceeds P is packed whole, as below P).
+ *      The choice and the rounds follow the bytes alone, which members of
+ *      one type signature agree on, whatever their (count, datatype) pairs.
  * Order: one node: numacoll's documented order (include/numacoll.h); several
  * nodes: that order inside each node, the MPI library's between nodes.
  * A count, type or op mismatch inside a node is MPI_ERR_TRUNCATE / MPI_ERR_ARG
@@ -471,22 +475,43 @@ static int node_reduce(nc_mpi_comm_t *c, const qual_t *q, const void *in, void *
 
 /* ---- 2r. a large call in rounds ------------------------------------------------------- */
 
-/* One side of 2r: the user's contiguous bytes (dir), or a stream over its
- * elements and a round's worth of scratch memory. */
+/* One side of 2r: the user's contiguous bytes (dir); or a stream over its
+ * elements and a round's worth of scratch memory; or, when one element of
+ * the datatype is larger than a round (a stream would stage it whole
+ * anyway), the whole side packed into scratch memory, as without rounds
+ * (whole: dir is that scratch). */
 typedef struct side {
     char *dir, *scratch;
     nc_dtype_stream_t s;
-    int streamed;
+    int streamed, whole;
+    void *buf;
+    int count;
+    MPI_Datatype dt;
 } side_t;
 
 static int side_open(side_t *d, const qual_t *q, void *buf, int count, MPI_Datatype dt,
-                     MPI_Comm comm, size_t round)
+                     MPI_Comm comm, size_t round, size_t bytes, int fill)
 {
     memset(d, 0, sizeof *d);
+    d->buf = buf;
+    d->count = count;
+    d->dt = dt;
     if (q->in_place_layout || (q->named && dt == q->base) ||
         nc_dtype_contiguous(buf, count, dt, &d->dir)) {
         if (!d->dir)
             d->dir = buf;
+        return 0;
+    }
+    int esize = 0;
+    PMPI_Type_size(dt, &esize);
+    if ((size_t)esize > round) {
+        d->whole = 1;
+        if (!(d->dir = d->scratch = malloc(bytes)))
+            return -1;
+        if (fill) {
+            int pos = 0;
+            PMPI_Pack(buf, count, dt, d->scratch, (int)bytes, &pos, comm); /* <= INT_MAX */
+        }
         return 0;
     }
     d->streamed = 1;
@@ -502,6 +527,11 @@ static void side_close(side_t *d)
     free(d->scratch);
 }
 
+/* The call's identity for 2r's agreement: what every member's call must
+ * share, as maxima of (x, -x) pairs (a pair whose maxima are not opposite
+ * differs between members). */
+enum { AG_BYTES, AG_ROOT, AG_ELEM, AG_CODE, AG_N };
+
 static int reduce_rounds(nc_mpi_comm_t *c, const qual_t *q, const void *sendbuf, void *recvbuf,
                          int count, MPI_Datatype dt, int all, int root, size_t pmax,
                          const char *name)
@@ -509,16 +539,40 @@ static int reduce_rounds(nc_mpi_comm_t *c, const qual_t *q, const void *sendbuf,
     const size_t bytes = q->n * q->es;
     const int reader = all || c->rank == root, in_place = sendbuf == MPI_IN_PLACE;
     const int lroot = all ? -1 : c->lrank_of[root];
-    /* the size, agreed: the largest of bytes and of -bytes */
-    const int64_t mine[2] = {(int64_t)bytes, -(int64_t)bytes};
-    int64_t most[2];
-    int rc = numacoll_allreduce(c->team, mine, most, 2, NUMACOLL_INT64, NUMACOLL_MAX);
+    /* 2r. the call agreed: size, root, element size, type and op (the
+     * rounds are small calls, in which only the readers compare) */
+    const int64_t id[AG_N] = {(int64_t)bytes, root, (int64_t)q->es,
+                              q->user ? (int64_t)1 << 20 | q->commute
+                                      : (int64_t)q->type | (int64_t)q->op << 8};
+    int64_t mine[2 * AG_N], most[2 * AG_N];
+    for (int k = 0; k < AG_N; k++) {
+        mine[2 * k] = id[k];
+        mine[2 * k + 1] = -id[k];
+    }
+    int rc = numacoll_allreduce(c->team, mine, most, 2 * AG_N, NUMACOLL_INT64, NUMACOLL_MAX);
+    if (rc == NUMACOLL_ERR_TRUNCATE || rc == NUMACOLL_ERR_MISMATCH || rc == NUMACOLL_ERR_ROOT) {
+        /* another member is in another call: a smaller one, or another
+         * collective */
+        nc_log_error("%s: this rank passed %zu bytes, more than NUMACOLL_REDUCE_PACK_MAX (%zu), "
+                     "another rank's call differs (fewer bytes, or another collective)",
+                     name, bytes, pmax);
+        return NUMACOLL_ERR_TRUNCATE;
+    }
     if (rc)
         return rc;
-    if (most[0] != -most[1]) {
+    if (most[2 * AG_BYTES] != -most[2 * AG_BYTES + 1]) {
         nc_log_error("%s: the ranks passed from %lld to %lld bytes (this one %zu)", name,
-                     (long long)-most[1], (long long)most[0], bytes);
+                     (long long)-most[2 * AG_BYTES + 1], (long long)most[2 * AG_BYTES], bytes);
         return NUMACOLL_ERR_TRUNCATE;
+    }
+    if (most[2 * AG_ROOT] != -most[2 * AG_ROOT + 1]) {
+        nc_log_error("%s: the ranks passed roots from %lld to %lld (this one %d)", name,
+                     (long long)-most[2 * AG_ROOT + 1], (long long)most[2 * AG_ROOT], root);
+        return NUMACOLL_ERR_ROOT;
+    }
+    if (most[2 * AG_ELEM] != -most[2 * AG_ELEM + 1] || most[2 * AG_CODE] != -most[2 * AG_CODE + 1]) {
+        nc_log_error("%s: the ranks passed different types or ops", name);
+        return NUMACOLL_ERR_MISMATCH;
     }
     size_t round = pmax / q->es * q->es;
     if (!round)
@@ -530,26 +584,34 @@ static int reduce_rounds(nc_mpi_comm_t *c, const qual_t *q, const void *sendbuf,
     if (reader && rbuf == MPI_BOTTOM && !q->in_place_layout)
         nc_dtype_unbottom(&rbuf, &rdt, &rshift);
     side_t in, out;
-    int oom = side_open(&in, q, sbuf, count, sdt, c->comm, round);
-    oom |= reader ? side_open(&out, q, rbuf, count, rdt, c->comm, round)
+    int oom = side_open(&in, q, sbuf, count, sdt, c->comm, round, bytes, 1);
+    oom |= reader ? side_open(&out, q, rbuf, count, rdt, c->comm, round, bytes, 0)
                   : (memset(&out, 0, sizeof out), 0);
     if (oom) {
         /* Out of memory: MPI's own failure mode here is to abort. */
-        nc_log_error("%s: out of memory for %zu bytes of scratch", name, 2 * round);
+        nc_log_error("%s: out of memory for scratch memory of rounds of %zu bytes", name, round);
         PMPI_Abort(c->comm, MPI_ERR_NO_MEM);
     }
-    for (size_t off = 0; off < bytes && !rc;) {
+    /* Every member takes every round (the same number: agreed), keeping its
+     * first error, so none is left waiting for a round another skipped. */
+    for (size_t off = 0; off < bytes;) {
         const size_t len = bytes - off < round ? bytes - off : round;
-        const char *i = in.dir ? in.dir + off : in.scratch;
-        char *o = !reader ? NULL : out.dir ? out.dir + off : out.scratch;
+        const char *i = in.streamed ? in.scratch : in.dir + off;
+        char *o = !reader ? NULL : out.streamed ? out.scratch : out.dir + off;
         if (in.streamed)
             nc_dtype_pack(&in.s, off, in.scratch, len);
         qual_t qr = *q;
         qr.n = len / q->es;
-        rc = node_reduce(c, &qr, i == o ? NUMACOLL_IN_PLACE : i, o, lroot);
-        if (!rc && reader && out.streamed)
+        const int rrc = node_reduce(c, &qr, i == o ? NUMACOLL_IN_PLACE : i, o, lroot);
+        if (!rrc && reader && out.streamed)
             nc_dtype_unpack(&out.s, off, out.scratch, len);
+        if (!rc)
+            rc = rrc;
         off += len;
+    }
+    if (!rc && reader && out.whole) {
+        int pos = 0;
+        PMPI_Unpack(out.scratch, (int)bytes, &pos, rbuf, count, rdt, c->comm);
     }
     if (!rc && ((in.streamed && in.s.err) || (out.streamed && out.s.err)))
         rc = NUMACOLL_ERR_INVAL;

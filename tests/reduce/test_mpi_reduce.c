@@ -1381,6 +1381,46 @@ static void mismatch(void)
         if (rc != MPI_SUCCESS || out[99] != wsize * (wsize - 1) / 2 + 99 * wsize)
             fail("mismatch: a matching MPI_Allreduce after the errors: rc %d, element 99 %d", rc,
                  out[99]);
+        /* NUMACOLL_REDUCE_PACK_MAX of at most 8000: calls in rounds (2r in
+         * src/mpi/nc_mpi_reduce.c) against other calls in rounds, against
+         * calls below the limit and against count 0; every rank in rounds
+         * gets an error, none waits, and the communicator works after */
+        const char *pm = getenv("NUMACOLL_REDUCE_PACK_MAX");
+        if (pm && strtoull(pm, NULL, 10) <= 8000) {
+            enum { N = 3000 };
+            int *bi = malloc(N * sizeof *bi), *bo = malloc(N * sizeof *bo);
+            for (int i = 0; i < N; i++)
+                bi[i] = wrank + i;
+            static const struct { int c1, c, root1, root; const char *what; } cs[] = {
+                {3000, 2000, -1, -1, "MPI_Allreduce in rounds, rank 1 3000 ints, others 2000"},
+                {2000, 3000, 0, 0, "MPI_Reduce root 0 in rounds, rank 1 2000 ints, others 3000"},
+                {2000, 2000, 1, 0, "MPI_Reduce in rounds, rank 1 root 1, others root 0"},
+                {500, 2000, -1, -1, "MPI_Allreduce, rank 1 500 ints (one call), others 2000 "
+                                    "(rounds)"},
+                {0, 2000, -1, -1, "MPI_Allreduce, rank 1 count 0, others 2000 (rounds)"},
+            };
+            for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+                const int n = wrank == 1 ? cs[k].c1 : cs[k].c,
+                          r = wrank == 1 ? cs[k].root1 : cs[k].root;
+                rc = r < 0 ? MPI_Allreduce(bi, bo, n, MPI_INT, MPI_SUM, comm)
+                           : MPI_Reduce(bi, bo, n, MPI_INT, MPI_SUM, r, comm);
+                int cls = MPI_SUCCESS;
+                if (rc != MPI_SUCCESS)
+                    MPI_Error_class(rc, &cls);
+                if (wrank == 0)
+                    printf("%s: rank 0 error class %d\n", cs[k].what, cls);
+                /* the ranks in rounds (4 * n > the limit) must all see it */
+                if (4 * (size_t)n > strtoull(pm, NULL, 10) && cls == MPI_SUCCESS)
+                    fail("%s: rank %d (in rounds) got no error", cs[k].what, wrank);
+            }
+            memset(bo, 0, N * sizeof *bo);
+            rc = MPI_Allreduce(bi, bo, N, MPI_INT, MPI_SUM, comm);
+            if (rc != MPI_SUCCESS || bo[N - 1] != wsize * (wsize - 1) / 2 + (N - 1) * wsize)
+                fail("mismatch: a matching MPI_Allreduce in rounds after the errors: rc %d, "
+                     "element %d %d", rc, N - 1, bo[N - 1]);
+            free(bi);
+            free(bo);
+        }
     } else if (wrank == 0) {
         printf("note: numacoll does not handle this MPI_Allreduce: the classes are the "
                "native MPI's and not asserted\n");
