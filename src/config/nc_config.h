@@ -114,7 +114,8 @@ typedef enum { NC_PT_SIZE, NC_PT_INT, NC_PT_TREE, NC_PT_ENUM } nc_param_type_t;
     X(REDUCE_PACK_MAX, NC_PT_SIZE, "67108864", 4096, INT64_C(1) << 40, NULL, "bytes",             \
       "MPI_Reduce, MPI_Allreduce on one node: a call of more bytes goes in rounds of at most "  \
       "this many (whole elements), each packed from and unpacked into a datatype that is not "  \
-      "contiguous, so its scratch memory is at most twice this, never the whole message.")     \
+      "contiguous, so its scratch memory is about twice this, not the whole message (unless "  \
+      "one element of the datatype is larger than this).")                                     \
     X(REDUCE_CMA_MIN, NC_PT_SIZE, "0", 0, INT64_C(1) << 50, NULL, "bytes",                       \
       "MPI_Reduce (numacoll_reduce), NUMACOLL_TRANSPORT=auto: calls of at least this many "    \
       "bytes (and above the one-hand-off size, min(NUMACOLL_REDUCE_SMALL_MAX, "                \
