@@ -601,6 +601,10 @@ NUMACOLL_API int numacoll_mpi_stats(numacoll_mpi_stats_t *s)
 
 /* The stats line's collectives (those called) and team counts after its
  * first n characters. */
+/* Bytes of a stats line: every collective with its leaders' and CMA parts
+ * at 20-digit counts, and the teams' tail. */
+enum { STATS_LINE = 8192 };
+
 static void stats_entries(char *line, size_t size, int n, const numacoll_mpi_stats_t *sum)
 {
     static const char *names[] = {
@@ -650,7 +654,7 @@ static void print_stats(void)
     PMPI_Reduce(&s, &sum, (int)(sizeof s / sizeof(unsigned long long)), MPI_UNSIGNED_LONG_LONG,
                 MPI_SUM, 0, node);
     if (lrank == 0) {
-        char host[64] = "?", line[8192];
+        char host[64] = "?", line[STATS_LINE];
         gethostname(host, sizeof host);
         int n = snprintf(line, sizeof line, "numacoll stats: node %s (%d ranks):", host, lsize);
         stats_entries(line, sizeof line, n, &sum);
@@ -668,7 +672,7 @@ static void stats_at_exit(void)
         return; /* MPI_Init's program: MPI_Finalize says it, or it never got there */
     numacoll_mpi_stats_t s;
     numacoll_mpi_stats(&s);
-    char line[8192];
+    char line[STATS_LINE];
     int n = snprintf(line, sizeof line,
                      "numacoll stats: process %d (MPI sessions, no MPI_Init: its own calls):",
                      (int)getpid());
